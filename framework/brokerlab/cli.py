@@ -1,0 +1,277 @@
+"""The ``brokerlab`` command.
+
+The only module that prints for people and chooses exit codes: 0 success, 2 bad input (a
+:class:`~brokerlab.errors.BrokerlabError`, printed as one clear message, never a traceback), 1 an
+internal error (traceback and a request to report it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import traceback
+from collections.abc import Callable, Sequence
+from typing import Any, TextIO
+
+from brokerlab import __version__
+from brokerlab._api import load_profile, make_host
+from brokerlab.errors import BrokerlabError
+from brokerlab.host import EXTENSION_POINTS, PluginHost
+from brokerlab.profiles import Profile, render_reference
+from brokerlab.profiles.model import SECTIONS, field_for_key
+
+__all__ = ["main"]
+
+EXIT_OK, EXIT_INTERNAL, EXIT_USAGE = 0, 1, 2
+ISSUES_URL = "the brokerlab issue tracker"
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that exits 2 with one line of usage help, as for every other bad input."""
+
+    def error(self, message: str) -> Any:  # argparse's own signature returns NoReturn
+        self.print_usage(sys.stderr)
+        self.exit(EXIT_USAGE, f"brokerlab: error: {message}\n")
+
+
+def _build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="brokerlab",
+        description="Evaluate broker storage-layer strategies (Pulsar PIPs, Kafka KIPs) "
+        "by simulating a broker under workloads.",
+    )
+    parser.add_argument("--version", action="version", version=f"brokerlab {__version__}")
+    parser.add_argument(
+        "-p",
+        dest="modules",
+        action="append",
+        default=[],
+        metavar="MODULE",
+        help="also register the plugin module MODULE (repeatable)",
+    )
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    commands.required = True
+
+    plugins = commands.add_parser("plugins", help="list every plugin record per extension point")
+    plugins.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    plugins.set_defaults(handler=_cmd_plugins)
+
+    profile = commands.add_parser("profile", help="check or show profiles")
+    profile_commands = profile.add_subparsers(dest="profile_command", metavar="ACTION")
+    profile_commands.required = True
+
+    mode = _Parser(add_help=False)
+    group = mode.add_mutually_exclusive_group()
+    group.add_argument(
+        "--strict",
+        dest="mode",
+        action="store_const",
+        const="strict",
+        help="unknown keys are errors (default for brokerlab profiles)",
+    )
+    group.add_argument(
+        "--lenient",
+        dest="mode",
+        action="store_const",
+        const="lenient",
+        help="unknown keys are kept and ignored (default for a real broker.conf)",
+    )
+
+    check = profile_commands.add_parser(
+        "check", parents=[mode], help="validate profiles and their plugin choices"
+    )
+    check.add_argument("files", nargs="+", metavar="FILE")
+    check.set_defaults(handler=_cmd_profile_check)
+
+    show = profile_commands.add_parser(
+        "show", parents=[mode], help="print a profile's resolved settings"
+    )
+    show.add_argument("file", metavar="FILE")
+    show.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override one key (repeatable; wins over environment and file)",
+    )
+    show.add_argument("--json", action="store_true", help="print one JSON object")
+    show.add_argument(
+        "--unmodelled",
+        action="store_true",
+        help="list the keys of the file that brokerlab does not model",
+    )
+    show.set_defaults(handler=_cmd_profile_show)
+
+    reference = profile_commands.add_parser(
+        "reference", help="print the reference profile: every key, its default and documentation"
+    )
+    reference.set_defaults(handler=_cmd_profile_reference)
+    return parser
+
+
+# ---- commands ----------------------------------------------------------------------------------
+
+
+def _cmd_plugins(args: argparse.Namespace, host: PluginHost, out: TextIO) -> int:
+    listing: dict[str, list[dict[str, str]]] = {}
+    for point in EXTENSION_POINTS:
+        listing[point.name] = [
+            {
+                "name": reg.record.name,
+                "aliases": ", ".join(reg.record.aliases),
+                "description": reg.record.description,
+                "plugin": reg.plugin,
+                "distribution": reg.distribution,
+                "version": reg.version,
+            }
+            for reg in host.records(point.name)
+        ]
+    settings = [
+        {"namespace": f"sim.{reg.record.namespace}.", "plugin": reg.plugin, "source": reg.source}
+        for reg in host.settings_records()
+    ]
+    if args.json:
+        json.dump({"extension_points": listing, "settings": settings}, out, indent=2)
+        out.write("\n")
+        return EXIT_OK
+    for point in EXTENSION_POINTS:
+        out.write(f"{point.title} ({point.hook}):\n")
+        rows = listing[point.name]
+        if not rows:
+            out.write("  (none installed)\n")
+        for row in rows:
+            out.write(f"  {row['name']:<24} {row['description']}\n")
+            out.write(f"  {'':<24} from {row['distribution']} {row['version']}".rstrip() + "\n")
+            if row["aliases"]:
+                out.write(f"  {'':<24} aliases: {row['aliases']}\n")
+    out.write("plugin settings (brokerlab_settings):\n")
+    if not settings:
+        out.write("  (none installed)\n")
+    for row in settings:
+        out.write(f"  {row['namespace']:<24} from {row['source']}\n")
+    return EXIT_OK
+
+
+def _cmd_profile_reference(args: argparse.Namespace, host: PluginHost, out: TextIO) -> int:
+    out.write(render_reference(plugin_settings=host.plugin_settings()))
+    return EXIT_OK
+
+
+def _cmd_profile_check(args: argparse.Namespace, host: PluginHost, out: TextIO) -> int:
+    for path in args.files:
+        profile = load_profile(path, host=host, mode=args.mode)
+        choices = host.resolve(profile)
+        summary = ", ".join(f"{k}={v}" for k, v in choices.names().items() if v)
+        extra = f"; {len(profile.unmodelled)} unmodelled keys ignored" if profile.unmodelled else ""
+        out.write(f"{path}: ok ({profile.mode}{extra}): {summary}\n")
+    return EXIT_OK
+
+
+def _plugin_lines(profile: Profile, host: PluginHost) -> dict[str, str]:
+    """Each extension point's choice, or why it cannot be resolved (show never fails on this)."""
+    try:
+        return host.resolve(profile).names()
+    except BrokerlabError as exc:
+        return {"unresolved": str(exc)}
+
+
+def _section_of(key: str) -> str:
+    found = field_for_key(key)
+    if found is None:
+        return "Plugin " + key.split(".")[1] if key.startswith("sim.") else "Other"
+    extra = found[1].json_schema_extra
+    section = extra.get("section") if isinstance(extra, dict) else None
+    return str(section) if section else "Other"
+
+
+def _cmd_profile_show(args: argparse.Namespace, host: PluginHost, out: TextIO) -> int:
+    profile = load_profile(args.file, args.overrides, host=host, mode=args.mode)
+    resolved = profile.resolved()
+    origins = {key: str(profile.origin(key) or "default") for key in resolved}
+    plugins = _plugin_lines(profile, host)
+    if args.json:
+        document: dict[str, Any] = {
+            "profile": str(profile.path) if profile.path else None,
+            "mode": profile.mode,
+            "fingerprint": profile.fingerprint(),
+            "settings": resolved,
+            "origins": origins,
+            "plugins": plugins,
+        }
+        if args.unmodelled:
+            document["unmodelled"] = {
+                key: {"value": value, "origin": str(origin)}
+                for key, (value, origin) in profile.unmodelled.items()
+            }
+        json.dump(document, out, indent=2, default=str)
+        out.write("\n")
+        return EXIT_OK
+    if args.unmodelled:
+        out.write(
+            f"# {len(profile.unmodelled)} keys of {args.file} that brokerlab does not model\n"
+        )
+        for key, (value, origin) in profile.unmodelled.items():
+            out.write(f"{key}={value}    # {origin}\n")
+        return EXIT_OK
+    out.write(
+        f"# profile {args.file} ({profile.mode} mode), fingerprint {profile.fingerprint()[:12]}\n"
+    )
+    by_section: dict[str, list[str]] = {}
+    for key in resolved:
+        by_section.setdefault(_section_of(key), []).append(key)
+    order = [*SECTIONS, *sorted(set(by_section) - set(SECTIONS))]
+    for section in order:
+        keys = by_section.get(section)
+        if not keys:
+            continue
+        out.write(f"\n[{section}]\n")
+        for key in keys:
+            out.write(f"{key}={_format_value(resolved[key])}    # {origins[key]}\n")
+    out.write("\n[plugins]\n")
+    for point, name in plugins.items():
+        out.write(f"{point}={name}\n")
+    if profile.unmodelled:
+        out.write(
+            f"\n# {len(profile.unmodelled)} unmodelled keys ignored; "
+            "list them with 'profile show --unmodelled'\n"
+        )
+    return EXIT_OK
+
+
+def _format_value(value: object) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, list | tuple):
+        return ",".join(str(v) for v in value)
+    return str(value)
+
+
+# ---- entry point -------------------------------------------------------------------------------
+
+
+def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
+    """Run the command line; returns the exit code (the console script exits with it)."""
+    out = out or sys.stdout
+    args = _build_parser().parse_args(argv)
+    handler: Callable[[argparse.Namespace, PluginHost, TextIO], int] = args.handler
+    try:
+        host = make_host(args.modules)
+        return handler(args, host, out)
+    except BrokerlabError as exc:
+        sys.stderr.write(f"brokerlab: error: {exc}\n")
+        for note in getattr(exc, "__notes__", ()):
+            sys.stderr.write(f"brokerlab: {note}\n")
+        return EXIT_USAGE
+    except BrokenPipeError:
+        return EXIT_OK
+    except Exception:
+        traceback.print_exc()
+        sys.stderr.write(
+            "brokerlab: internal error: this is a bug in brokerlab or a plugin; please report it "
+            f"with the traceback above to {ISSUES_URL}.\n"
+        )
+        return EXIT_INTERNAL

@@ -1,0 +1,104 @@
+"""Typed errors for bad input.
+
+Everything below the CLI raises one of these; only :mod:`brokerlab.cli` turns them into text on
+stderr and exit code 2. Each error carries where the bad input came from, so the message can point
+at the file, line and key a person has to fix.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = [
+    "BrokerlabError",
+    "Origin",
+    "PluginError",
+    "ProfileError",
+    "WorkloadError",
+    "did_you_mean",
+]
+
+
+@dataclass(frozen=True)
+class Origin:
+    """Where a value came from: a file and line, or a named source such as ``--set`` or ``env``."""
+
+    source: str
+    line: int | None = None
+
+    @classmethod
+    def file(cls, path: str | Path, line: int | None = None) -> Origin:
+        return cls(str(path), line)
+
+    def __str__(self) -> str:
+        return self.source if self.line is None else f"{self.source}:{self.line}"
+
+
+def did_you_mean(word: str, choices: Iterable[str], *, n: int = 3) -> list[str]:
+    """Return up to ``n`` choices close to ``word`` (case-insensitive), best first."""
+    by_lower: dict[str, str] = {}
+    for choice in choices:
+        by_lower.setdefault(choice.lower(), choice)
+    close = difflib.get_close_matches(word.lower(), list(by_lower), n=n, cutoff=0.6)
+    return [by_lower[c] for c in close]
+
+
+class BrokerlabError(Exception):
+    """Base class of the errors a user can fix by changing their input."""
+
+
+class _LocatedError(BrokerlabError):
+    """An error about one key (or one place) of an input file.
+
+    The message reads ``FILE:LINE: key 'K': value 'V' <problem>; allowed: A (did you mean 'X'?)``;
+    every part that is unknown is left out.
+    """
+
+    def __init__(
+        self,
+        problem: str,
+        *,
+        origin: Origin | None = None,
+        key: str | None = None,
+        value: object = None,
+        allowed: str | None = None,
+        suggestions: Iterable[str] = (),
+    ) -> None:
+        self.problem = problem
+        self.origin = origin
+        self.key = key
+        self.value = value
+        self.allowed = allowed
+        self.suggestions = tuple(suggestions)
+        super().__init__(self.render())
+
+    def render(self) -> str:
+        parts: list[str] = []
+        if self.origin is not None:
+            parts.append(f"{self.origin}:")
+        if self.key is not None:
+            parts.append(f"key '{self.key}':")
+        if self.value is not None:
+            parts.append(f"value {str(self.value)!r}")
+        parts.append(self.problem)
+        text = " ".join(parts)
+        if self.allowed:
+            text += f"; allowed: {self.allowed}"
+        if self.suggestions:
+            text += " (did you mean " + " or ".join(repr(s) for s in self.suggestions) + "?)"
+        return text
+
+
+class ProfileError(_LocatedError):
+    """A profile (broker.conf-style file, ``--set`` or environment value) is invalid."""
+
+
+class WorkloadError(_LocatedError):
+    """A workload file or named workload is malformed or invalid."""
+
+
+class PluginError(_LocatedError):
+    """A plugin cannot be loaded, two plugins clash, or a selected plugin is not there."""

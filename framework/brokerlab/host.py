@@ -1,0 +1,382 @@
+"""The plugin host: finds plugins, collects their records and resolves a profile's choices.
+
+This is the only module that talks to pluggy. Everything it hands out is plain data: records (from
+:mod:`brokerlab.records`) wrapped with the distribution they came from.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Generic, Protocol, TypeVar
+
+import pluggy
+
+from brokerlab import hookspecs
+from brokerlab.errors import Origin, PluginError, ProfileError, did_you_mean
+from brokerlab.records import (
+    AckStatePersisterRecord,
+    CursorContainerRecord,
+    DelayedDeliveryTrackerFactoryRecord,
+    EntryCacheRecord,
+    EvictionPredicateRecord,
+    PluginRecord,
+    SettingsRecord,
+    WorkloadRecord,
+)
+
+__all__ = [
+    "DISABLE_ENV",
+    "ENTRY_POINT_GROUP",
+    "EXTENSION_POINTS",
+    "ExtensionPoint",
+    "PluginChoices",
+    "PluginHost",
+    "Registered",
+]
+
+ENTRY_POINT_GROUP = "brokerlab"
+DISABLE_ENV = "BROKERLAB_DISABLE_PLUGINS"
+
+R = TypeVar("R")
+
+
+class ProfileLike(Protocol):
+    """What plugin resolution needs of a profile: values and origins by key spelling."""
+
+    def get(self, key: str) -> Any: ...
+
+    def origin(self, key: str) -> Origin | None: ...
+
+
+@dataclass(frozen=True)
+class ExtensionPoint:
+    """One extension point: its hook, the record type it yields and a name for people."""
+
+    name: str
+    hook: str
+    record_type: type[Any]
+    title: str
+
+
+EXTENSION_POINTS: tuple[ExtensionPoint, ...] = (
+    ExtensionPoint("entry_cache", "brokerlab_entry_caches", EntryCacheRecord, "entry caches"),
+    ExtensionPoint(
+        "eviction_predicate",
+        "brokerlab_eviction_predicates",
+        EvictionPredicateRecord,
+        "eviction predicates",
+    ),
+    ExtensionPoint(
+        "cursor_container",
+        "brokerlab_cursor_containers",
+        CursorContainerRecord,
+        "cursor containers",
+    ),
+    ExtensionPoint(
+        "delayed_delivery",
+        "brokerlab_delayed_delivery_tracker_factories",
+        DelayedDeliveryTrackerFactoryRecord,
+        "delayed-delivery tracker factories",
+    ),
+    ExtensionPoint(
+        "ack_state_persister",
+        "brokerlab_ack_state_persisters",
+        AckStatePersisterRecord,
+        "ack-state persisters",
+    ),
+    ExtensionPoint("workload", "brokerlab_workloads", WorkloadRecord, "workloads"),
+)
+_BY_NAME = {point.name: point for point in EXTENSION_POINTS}
+
+
+@dataclass(frozen=True)
+class Registered(Generic[R]):
+    """A record together with where it came from."""
+
+    record: R
+    plugin: str
+    distribution: str
+    version: str
+
+    @property
+    def source(self) -> str:
+        return f"{self.distribution} {self.version}".strip()
+
+
+@dataclass(frozen=True)
+class PluginChoices:
+    """The records one profile selects, one per extension point (predicates: an ordered chain)."""
+
+    entry_cache: Registered[EntryCacheRecord]
+    cursor_container: Registered[CursorContainerRecord]
+    delayed_delivery: Registered[DelayedDeliveryTrackerFactoryRecord]
+    ack_state_persister: Registered[AckStatePersisterRecord]
+    eviction_predicates: tuple[Registered[EvictionPredicateRecord], ...]
+
+    def names(self) -> dict[str, str]:
+        """Extension point -> record name (predicates joined by commas), for results and JSON."""
+        return {
+            "entry_cache": self.entry_cache.record.name,
+            "cursor_container": self.cursor_container.record.name,
+            "delayed_delivery": self.delayed_delivery.record.name,
+            "ack_state_persister": self.ack_state_persister.record.name,
+            "eviction_predicates": ",".join(p.record.name for p in self.eviction_predicates),
+        }
+
+
+class PluginHost:
+    """Registers plugins and serves their records by extension point and name.
+
+    Plugins come from the entry-point group ``brokerlab`` (built-ins and third parties alike) and
+    from ``modules`` (the CLI's ``-p module``). Names listed in ``blocked`` (default: the comma list
+    in ``BROKERLAB_DISABLE_PLUGINS``) are never registered; a name is the entry-point name, or the
+    module name for ``-p``.
+    """
+
+    def __init__(
+        self,
+        *,
+        modules: Sequence[str] = (),
+        blocked: Iterable[str] | None = None,
+        entry_points: bool = True,
+        plugins: Mapping[str, object] | None = None,
+    ) -> None:
+        self._pm = pluggy.PluginManager(hookspecs.PROJECT_NAME)
+        self._pm.add_hookspecs(hookspecs)
+        if blocked is None:
+            blocked = os.environ.get(DISABLE_ENV, "").split(",")
+        self.blocked = frozenset(name.strip() for name in blocked if name.strip())
+        for name in self.blocked:
+            self._pm.set_blocked(name)
+        if entry_points:
+            self._load_entry_points()
+        for module_name in modules:
+            self._register_module(module_name)
+        for name, plugin in (plugins or {}).items():
+            if not self._pm.is_blocked(name):
+                self._pm.register(plugin, name=name)
+        try:
+            self._pm.check_pending()
+        except pluggy.PluginValidationError as exc:
+            raise PluginError(f"plugin {exc.plugin!r} implements an unknown hook: {exc}") from exc
+        self._dists = self._distributions()
+        self._records: dict[str, tuple[Registered[Any], ...]] = {}
+        self._settings: tuple[Registered[SettingsRecord], ...] | None = None
+
+    # ---- registration ------------------------------------------------------------------------
+
+    def _load_entry_points(self) -> None:
+        try:
+            self._pm.load_setuptools_entrypoints(ENTRY_POINT_GROUP)
+        except pluggy.PluginValidationError as exc:
+            raise PluginError(f"plugin {exc.plugin!r} implements an unknown hook: {exc}") from exc
+        except ImportError as exc:
+            raise PluginError(
+                f"a plugin of entry-point group '{ENTRY_POINT_GROUP}' failed to import: {exc}"
+            ) from exc
+
+    def _register_module(self, module_name: str) -> None:
+        if self._pm.is_blocked(module_name) or self._pm.has_plugin(module_name):
+            return
+        try:
+            module = importlib.import_module(module_name)
+        except ImportError as exc:
+            raise PluginError(
+                f"cannot import plugin module: {exc}", origin=Origin("-p"), value=module_name
+            ) from exc
+        self._pm.register(module, name=module_name)
+
+    def _distributions(self) -> dict[str, tuple[str, str]]:
+        by_plugin: dict[str, tuple[str, str]] = {}
+        for plugin, dist in self._pm.list_plugin_distinfo():
+            name = self._pm.get_name(plugin)
+            if name is not None:
+                by_plugin[name] = (dist.metadata["name"], dist.version)
+        return by_plugin
+
+    def plugin_names(self) -> list[str]:
+        """Names of every registered plugin, sorted."""
+        return sorted(n for n, p in self._pm.list_name_plugin() if p is not None)
+
+    # ---- records -----------------------------------------------------------------------------
+
+    def _collect(self, hook_name: str, record_type: type[Any]) -> tuple[Registered[Any], ...]:
+        found: list[Registered[Any]] = []
+        caller = getattr(self._pm.hook, hook_name)
+        for impl in caller.get_hookimpls():
+            plugin = impl.plugin_name
+            dist, version = self._dists.get(plugin, (f"-p {plugin}", ""))
+            try:
+                produced = impl.function() or ()
+                items = list(produced)
+            except Exception as exc:
+                raise PluginError(
+                    f"plugin {plugin!r} ({dist}) failed in {hook_name}: {exc!r}"
+                ) from exc
+            for item in items:
+                if not isinstance(item, record_type):
+                    raise PluginError(
+                        f"plugin {plugin!r} ({dist}) yielded {type(item).__name__} from "
+                        f"{hook_name}; expected {record_type.__name__}"
+                    )
+                found.append(Registered(item, plugin, dist, version))
+        return tuple(found)
+
+    def records(self, point: str) -> tuple[Registered[Any], ...]:
+        """Every record of one extension point (by :attr:`ExtensionPoint.name`), sorted by name.
+
+        Raises :class:`PluginError` when two records share a name or alias.
+        """
+        if point not in self._records:
+            spec = _BY_NAME[point]
+            found = self._collect(spec.hook, spec.record_type)
+            _refuse_duplicates(spec, found)
+            self._records[point] = tuple(sorted(found, key=lambda r: r.record.name))
+        return self._records[point]
+
+    def settings_records(self) -> tuple[Registered[SettingsRecord], ...]:
+        """Every plugin settings model; two models with one namespace are an error."""
+        if self._settings is None:
+            found = self._collect("brokerlab_settings", SettingsRecord)
+            seen: dict[str, Registered[SettingsRecord]] = {}
+            for reg in found:
+                other = seen.get(reg.record.namespace)
+                if other is not None:
+                    raise PluginError(
+                        f"two plugins own the settings namespace 'sim.{reg.record.namespace}.': "
+                        f"{other.plugin} ({other.source}) and {reg.plugin} ({reg.source})"
+                    )
+                seen[reg.record.namespace] = reg
+            self._settings = tuple(found)
+        return self._settings
+
+    def plugin_settings(self) -> tuple[SettingsRecord, ...]:
+        """The bare settings records, as the profile loader takes them."""
+        return tuple(reg.record for reg in self.settings_records())
+
+    def select(
+        self,
+        point: str,
+        name: str,
+        *,
+        key: str | None = None,
+        origin: Origin | None = None,
+    ) -> Registered[Any]:
+        """The record of ``point`` called ``name`` (or aliased so).
+
+        An unknown name raises :class:`ProfileError` naming the key and where it was set, listing
+        the valid names and suggesting the closest ones.
+        """
+        records = self.records(point)
+        for reg in records:
+            if name in reg.record.names:
+                return reg
+        valid = [reg.record.name for reg in records]
+        every_name = [n for reg in records for n in reg.record.names]
+        title = _BY_NAME[point].title
+        raise ProfileError(
+            f"is not an installed plugin among the {title}",
+            origin=origin,
+            key=key,
+            value=name,
+            allowed=", ".join(valid) if valid else "(none installed)",
+            suggestions=did_you_mean(name, every_name),
+        )
+
+    def resolve(self, profile: ProfileLike) -> PluginChoices:
+        """The records ``profile`` selects, one per extension point.
+
+        Selection rules (Pulsar's own keys where Pulsar has one):
+
+        * entry cache: ``sim.entryCache``, or ``disabled`` when ``managedLedgerCacheSizeMB=0``;
+        * cursor container: ``sim.cursorContainer``, else ``sorted-list`` when
+          ``cacheEvictionByExpectedReadCount`` is true and ``heap`` when it is false;
+        * delayed delivery: ``delayedDeliveryTrackerFactoryClassName`` when
+          ``delayedDeliveryEnabled``, else the record named ``disabled``;
+        * ack state: ``sim.ackStatePersister``;
+        * eviction predicates, only for a cache that consults them: ``recently-accessed`` when
+          ``managedLedgerCacheEvictionExtendTTLOfRecentlyAccessed``, ``expected-reads`` when
+          ``cacheEvictionByExpectedReadCount``, then ``sim.evictionPredicates`` in order.
+        """
+
+        def pick(point: str, key: str, name: str | None = None) -> Registered[Any]:
+            chosen = profile.get(key) if name is None else name
+            return self.select(point, str(chosen), key=key, origin=profile.origin(key))
+
+        if profile.get("managedLedgerCacheSizeMB") == 0:
+            # Pulsar swaps in its disabled cache whatever the implementation when the size is 0.
+            entry_cache = pick("entry_cache", "managedLedgerCacheSizeMB", "disabled")
+        else:
+            entry_cache = pick("entry_cache", "sim.entryCache")
+        by_read_count = bool(profile.get("cacheEvictionByExpectedReadCount"))
+        container_name = profile.get("sim.cursorContainer") or (
+            "sorted-list" if by_read_count else "heap"
+        )
+        key = (
+            "sim.cursorContainer"
+            if profile.get("sim.cursorContainer")
+            else ("cacheEvictionByExpectedReadCount")
+        )
+        container = pick("cursor_container", key, container_name)
+        if profile.get("delayedDeliveryEnabled"):
+            delayed = pick("delayed_delivery", "delayedDeliveryTrackerFactoryClassName")
+        else:
+            delayed = pick("delayed_delivery", "delayedDeliveryEnabled", "disabled")
+        persister = pick("ack_state_persister", "sim.ackStatePersister")
+
+        extra = tuple(profile.get("sim.evictionPredicates") or ())
+        predicates: list[Registered[EvictionPredicateRecord]] = []
+        if entry_cache.record.uses_eviction_predicates:
+            if profile.get("managedLedgerCacheEvictionExtendTTLOfRecentlyAccessed"):
+                predicates.append(
+                    pick(
+                        "eviction_predicate",
+                        "managedLedgerCacheEvictionExtendTTLOfRecentlyAccessed",
+                        "recently-accessed",
+                    )
+                )
+            if by_read_count:
+                predicates.append(
+                    pick("eviction_predicate", "cacheEvictionByExpectedReadCount", "expected-reads")
+                )
+            predicates.extend(
+                pick("eviction_predicate", "sim.evictionPredicates", n) for n in extra
+            )
+        elif extra:
+            raise ProfileError(
+                f"cannot be used with the entry cache {entry_cache.record.name!r}, which does not "
+                "consult eviction predicates",
+                origin=profile.origin("sim.evictionPredicates"),
+                key="sim.evictionPredicates",
+                value=",".join(extra),
+                allowed="caches that use a removal queue: "
+                + ", ".join(
+                    r.record.name
+                    for r in self.records("entry_cache")
+                    if r.record.uses_eviction_predicates
+                ),
+            )
+        return PluginChoices(
+            entry_cache=entry_cache,
+            cursor_container=container,
+            delayed_delivery=delayed,
+            ack_state_persister=persister,
+            eviction_predicates=tuple(predicates),
+        )
+
+
+def _refuse_duplicates(point: ExtensionPoint, found: Sequence[Registered[PluginRecord]]) -> None:
+    owner: dict[str, Registered[PluginRecord]] = {}
+    for reg in found:
+        for name in reg.record.names:
+            other = owner.get(name)
+            if other is not None:
+                raise PluginError(
+                    f"two {point.title} are named {name!r}: {other.record.name!r} from "
+                    f"{other.plugin} ({other.source}) and {reg.record.name!r} from "
+                    f"{reg.plugin} ({reg.source})"
+                )
+            owner[name] = reg

@@ -1,0 +1,430 @@
+"""What the simulated broker calls: one typed protocol per extension point.
+
+A plugin implements one of these protocols and hands the broker a factory through a record
+(:mod:`brokerlab.records`). The broker model never reaches into a plugin, and a plugin never reaches
+into the broker: everything crosses this line as plain values (positions are ``(ledger_id,
+entry_id)`` tuples, times are integers on the simulation clock) or as the small read-only views
+defined here.
+
+Conventions shared by every protocol:
+
+* **Time** comes from :class:`Clock`, never from the wall clock, so a simulation stays a pure
+  function of ``(profile, workload, seed)``.
+* **Randomness** comes from :attr:`PluginContext.rng`, a generator seeded from the simulation seed.
+* **Metrics**: every long-lived plugin object has ``stats()``, a mapping of metric name to number.
+  Names must be registered in :mod:`brokerlab.metrics`; counters are cumulative, gauges are
+  current values.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, runtime_checkable
+
+if TYPE_CHECKING:
+    import numpy as np
+    from pydantic import BaseModel
+
+__all__ = [
+    "AckState",
+    "AckStatePersister",
+    "BatchAck",
+    "CachedEntryView",
+    "Clock",
+    "CursorContainer",
+    "DelayedDeliveryTracker",
+    "DelayedDeliveryTrackerFactory",
+    "EntryCache",
+    "EvictionDecision",
+    "EvictionPass",
+    "EvictionPredicate",
+    "PersistOutcome",
+    "PluginContext",
+    "Position",
+    "RankedCursorContainer",
+    "RecoveredAckState",
+    "Scheduler",
+    "TimerHandle",
+]
+
+Position = tuple[int, int]
+"""``(ledger_id, entry_id)``; tuples order lexicographically, exactly as Pulsar positions do."""
+
+
+# --------------------------------------------------------------------------------------------
+# Time and scheduling
+# --------------------------------------------------------------------------------------------
+
+
+class Clock(Protocol):
+    """The simulation's clocks. Both only move forward, and only when the event loop moves them."""
+
+    def now_ns(self) -> int:
+        """Monotonic time in nanoseconds (TTL thresholds, prune throttles, queue timestamps)."""
+
+    def now_ms(self) -> int:
+        """Epoch time in milliseconds (message publish and deliver-at times, timers)."""
+
+
+class TimerHandle(Protocol):
+    """A scheduled callback that can still be called off."""
+
+    def cancel(self) -> None:
+        """Drop the callback if it has not run yet; calling it again does nothing."""
+
+
+class Scheduler(Protocol):
+    """Runs callbacks at a later simulated instant, in (time, scheduling order) order."""
+
+    def call_at(self, when_ns: int, callback: Callable[[], None]) -> TimerHandle:
+        """Run ``callback`` when the monotonic clock reaches ``when_ns`` (now, if it is past)."""
+
+
+@dataclass(frozen=True)
+class PluginContext:
+    """Everything a plugin factory may use, handed over once when the simulation is built.
+
+    ``settings`` is the validated broker settings model of the profile (Pulsar keys as snake_case
+    attributes); ``plugin_settings`` maps a settings namespace (``sim.<namespace>.``) to its
+    validated model. ``eviction_predicates`` is the chain a removal queue consults, in order;
+    ``new_cursor_container`` builds the active-cursor container the profile selected.
+    """
+
+    settings: Any
+    clock: Clock
+    scheduler: Scheduler
+    rng: np.random.Generator
+    plugin_settings: Mapping[str, BaseModel] = field(default_factory=dict)
+    eviction_predicates: tuple[EvictionPredicate, ...] = ()
+    new_cursor_container: Callable[[], CursorContainer] | None = None
+
+    def plugin(self, namespace: str) -> BaseModel:
+        """The validated settings a plugin owns under ``sim.<namespace>.``."""
+        return self.plugin_settings[namespace]
+
+    def with_(self, **changes: Any) -> PluginContext:
+        """A copy with some fields replaced (used while the simulation wires its plugins)."""
+        return replace(self, **changes)
+
+
+# --------------------------------------------------------------------------------------------
+# Cursor containers
+# --------------------------------------------------------------------------------------------
+
+
+class CursorContainer(Protocol):
+    """The active cursors of one managed ledger, ordered by the position the cache tracks.
+
+    The tracked position is a cursor's read position (or its mark-delete position when the legacy
+    ``cacheEvictionByMarkDeletedPosition`` is set). A cursor added with position ``None`` is known
+    but untracked: it counts in ``len()`` and never in position queries.
+    """
+
+    def add(self, cursor: str, position: Position | None) -> None:
+        """Start tracking ``cursor``; adding a known cursor moves it instead."""
+
+    def remove(self, cursor: str) -> None:
+        """Stop tracking ``cursor``; removing an unknown cursor does nothing."""
+
+    def update(self, cursor: str, position: Position | None) -> None:
+        """Move ``cursor`` to ``position`` (``None`` untracks it but keeps it known).
+
+        Moving an unknown cursor does nothing: the broker moves inactive cursors too, and a move
+        must never make a cursor active.
+        """
+
+    def tracked_count(self) -> int:
+        """Number of cursors with a position (what expected read counts on a tail write use)."""
+
+    def slowest_position(self) -> Position | None:
+        """The smallest tracked position, or ``None`` when nothing is tracked."""
+
+    def __len__(self) -> int:
+        """Number of known cursors, tracked or not."""
+
+    def __contains__(self, cursor: object) -> bool: ...
+
+
+@runtime_checkable
+class RankedCursorContainer(CursorContainer, Protocol):
+    """A container that also answers PIP-430's rank query, the one expected read counts need."""
+
+    def count_at_or_before(self, cursor: str) -> int:
+        """|{tracked cursors d : pos(d) <= pos(cursor)}|, counting ``cursor`` itself.
+
+        Zero when ``cursor`` is unknown or untracked.
+        """
+
+
+# --------------------------------------------------------------------------------------------
+# Entry caches and eviction predicates
+# --------------------------------------------------------------------------------------------
+
+
+class EvictionDecision(enum.Enum):
+    """What a removal-queue pass does with the entry at its head."""
+
+    REMOVE = "remove"
+    """Evict the entry and go on with the next one."""
+    REQUEUE = "requeue"
+    """Move the entry to the tail (its timestamp restarts) and go on."""
+    STOP = "stop"
+    """End this pass; the head stays where it is."""
+    MISSING = "missing"
+    """The entry already left its ledger cache (range removal); drop the queue slot and go on."""
+
+
+class EvictionPass(enum.Enum):
+    """Why a removal-queue pass runs: expiry (TTL) or to free space."""
+
+    TIME = "time"
+    SIZE = "size"
+
+
+class CachedEntryView(Protocol):
+    """Read-only view of one cached entry, as an eviction predicate sees it."""
+
+    @property
+    def position(self) -> Position: ...
+
+    @property
+    def size(self) -> int:
+        """Bytes counted for this entry."""
+
+    @property
+    def timestamp_ns(self) -> int:
+        """Monotonic time of insertion, reset on every requeue."""
+
+    @property
+    def requeue_count(self) -> int: ...
+
+    @property
+    def accessed(self) -> bool:
+        """Whether a lookup hit this entry since it was (re)queued."""
+
+    @property
+    def expected_reads(self) -> int | None:
+        """Reads still expected (may be zero or negative), or ``None`` when nothing is tracked."""
+
+
+class EvictionPredicate(Protocol):
+    """One link of the chain a removal queue consults for each head entry.
+
+    The queue asks the predicates in order; the first one that returns a decision wins, and when
+    every predicate abstains (returns ``None``) the queue applies its own rule (REMOVE an expired
+    entry in a time pass, STOP at a live one; REMOVE in a size pass). The ``on_*`` notifications
+    let a predicate keep its own state (frequency bits, ghost entries); they must be cheap.
+    """
+
+    name: str
+
+    def decide(
+        self, entry: CachedEntryView, kind: EvictionPass, threshold_ns: int
+    ) -> EvictionDecision | None:
+        """Decide for ``entry`` in a pass of ``kind``; older than ``threshold_ns`` = expired."""
+
+    def on_insert(self, entry: CachedEntryView) -> None:
+        """An entry entered the cache."""
+
+    def on_access(self, entry: CachedEntryView) -> None:
+        """A lookup hit an entry."""
+
+    def on_remove(self, entry: CachedEntryView) -> None:
+        """An entry left the cache, for any reason."""
+
+
+class EntryCache(Protocol):
+    """The broker-wide entry-cache manager and its per-ledger caches.
+
+    One instance serves the whole broker, because the size limit (``managedLedgerCacheSizeMB``) is
+    global. The broker opens one managed ledger per topic and tells the cache about every event that
+    Pulsar's cache sees: adds, reads, dispatch releases, replays, cursor moves, ledger deletion.
+    """
+
+    def open_ledger(self, topic: str, cursors: CursorContainer) -> None:
+        """A managed ledger was loaded. ``cursors`` is its live active-cursor container."""
+
+    def close_ledger(self, topic: str) -> None:
+        """The managed ledger was closed or unloaded: everything it cached goes."""
+
+    def insert(self, topic: str, position: Position, size: int) -> bool:
+        """A producer's entry was persisted (the add path). Returns whether it is now cached."""
+
+    def read(self, topic: str, ledger_id: int, first: int, last: int, reader: str) -> list[int]:
+        """A cursor reads entries ``first..last`` (inclusive) of one ledger.
+
+        Returns the entry ids that the cache cannot serve, in order: the broker reads exactly those
+        from storage and then calls :meth:`storage_read`. An empty list is a full hit.
+        """
+
+    def storage_read(
+        self,
+        topic: str,
+        ledger_id: int,
+        entry_ids: Sequence[int],
+        sizes: Sequence[int],
+        reader: str,
+    ) -> None:
+        """Entries were read from storage for ``reader``; the cache may insert them."""
+
+    def released(self, topic: str, position: Position) -> None:
+        """A reader's copy of ``position`` was dispatched and released (one read consumed)."""
+
+    def replayed(self, topic: str, position: Position) -> None:
+        """``position`` entered a dispatcher's replay queue: one more read is expected."""
+
+    def cursors_changed(self, topic: str) -> None:
+        """The topic's active-cursor container changed (add, remove or move)."""
+
+    def ledger_deleted(self, topic: str, ledger_id: int) -> None:
+        """A ledger was trimmed or deleted; its cached entries go."""
+
+    def evict_expired(self) -> None:
+        """The periodic eviction task (every ``managedLedgerCacheEvictionIntervalMs``)."""
+
+    def size_bytes(self) -> int:
+        """Bytes currently counted by the cache (may exceed the limit while eviction is pending)."""
+
+    def stats(self) -> Mapping[str, float]:
+        """Cumulative counters and current gauges, by registered metric name."""
+
+
+# --------------------------------------------------------------------------------------------
+# Delayed delivery
+# --------------------------------------------------------------------------------------------
+
+
+class DelayedDeliveryTracker(Protocol):
+    """One subscription's view of delayed messages (Pulsar's ``DelayedDeliveryTracker``).
+
+    All times are epoch milliseconds from :meth:`Clock.now_ms`. ``add_message`` returning ``False``
+    means "not delayed: dispatch it now"; ``True`` means the tracker owns the position until
+    :meth:`get_scheduled_messages` hands it back.
+    """
+
+    def add_message(self, ledger_id: int, entry_id: int, deliver_at_ms: int) -> bool: ...
+
+    def has_message_available(self) -> bool:
+        """Whether :meth:`get_scheduled_messages` would return something now."""
+
+    def get_scheduled_messages(self, max_messages: int) -> list[Position]:
+        """Up to ``max_messages`` due positions, in (bucket time, ledger, entry) order; removed."""
+
+    def number_of_delayed_messages(self) -> int: ...
+
+    def buffer_memory_usage(self) -> int:
+        """Pulsar's own memory estimate for this tracker, in bytes."""
+
+    def should_pause_all_deliveries(self) -> bool:
+        """The fixed-delay lookahead rule: pause normal reads until delayed messages are due."""
+
+    def reset_tick_time(self, tick_ms: int) -> None: ...
+
+    def mark_delete_moved(self, position: Position) -> None:
+        """The subscription's mark-delete position advanced to ``position``."""
+
+    def clear(self) -> None: ...
+
+    def close(self) -> None: ...
+
+
+class DelayedDeliveryTrackerFactory(Protocol):
+    """Creates one tracker per subscription; may share state between a topic's trackers."""
+
+    def new_tracker(
+        self, topic: str, subscription: str, wake: Callable[[], None]
+    ) -> DelayedDeliveryTracker:
+        """A tracker for one subscription. ``wake`` asks that dispatcher to read more entries."""
+
+    def stats(self) -> Mapping[str, float]:
+        """Memory and activity across all trackers (index bytes, positions, prunes, wake-ups)."""
+
+    def close(self) -> None: ...
+
+
+# --------------------------------------------------------------------------------------------
+# Ack-state persistence
+# --------------------------------------------------------------------------------------------
+
+
+class BatchAck(NamedTuple):
+    """A partially acknowledged batch entry: bit ``i`` of ``unacked`` set = index ``i`` unacked."""
+
+    batch_size: int
+    unacked: int
+
+
+class AckState(Protocol):
+    """A durable cursor's live acknowledgement state, read-only. The broker owns the truth."""
+
+    @property
+    def mark_delete(self) -> Position:
+        """Every position at or before this one is acknowledged."""
+
+    def acked_ranges(self) -> Sequence[tuple[Position, Position]]:
+        """Individually acked ranges after the mark-delete, half-open ``(lower, upper]``, in order.
+
+        A range never spans two ledgers; a run starting at entry 0 has lower bound ``(L, -1)``.
+        """
+
+    def range_count(self) -> int:
+        """``len(acked_ranges())``, without building the list."""
+
+    def batch_acks(self) -> Mapping[Position, BatchAck]:
+        """Partially acknowledged batch entries after the mark-delete."""
+
+    def subscription_properties(self) -> Mapping[str, str]: ...
+
+    def mark_delete_properties(self) -> Mapping[str, int]:
+        """E.g. the producers' last sequence ids of the deduplication cursor."""
+
+
+@dataclass(frozen=True)
+class RecoveredAckState:
+    """What a cursor reads back after a restart."""
+
+    mark_delete: Position
+    acked_ranges: tuple[tuple[Position, Position], ...] = ()
+    batch_acks: Mapping[Position, BatchAck] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class PersistOutcome:
+    """One cursor-storage write, for metrics: bytes written and what had to be left out."""
+
+    bytes_written: int
+    ranges_persisted: int
+    ranges_dropped: int = 0
+    to_metadata_store: bool = False
+
+
+class AckStatePersister(Protocol):
+    """How one durable cursor writes its ack state and reads it back after a crash.
+
+    The broker calls :meth:`acked` after every acknowledgement; the persister decides (rate limits,
+    dirtiness, flush cadence) whether that turns into a write. ``flush`` is the broker's periodic
+    cursor-flush task; ``close`` a graceful unload; ``crash`` drops everything not yet durable.
+    """
+
+    def created(self, state: AckState) -> PersistOutcome | None:
+        """The cursor was created at ``state.mark_delete``; that position is durable from now on."""
+
+    def acked(self, state: AckState, changed_ledgers: Sequence[int]) -> PersistOutcome | None:
+        """The state changed in ``changed_ledgers``; return the write made now, if any."""
+
+    def flush(self, state: AckState) -> PersistOutcome | None: ...
+
+    def close(self, state: AckState) -> PersistOutcome | None: ...
+
+    def crash(self) -> None:
+        """The broker died: in-flight and unflushed state is lost."""
+
+    def recover(self) -> RecoveredAckState:
+        """The state a restarted broker reads back. Must claim nothing that was not acked."""
+
+    def should_pause_dispatch(self, state: AckState) -> bool:
+        """Whether a multi-consumer dispatcher must stop reading new entries now."""
+
+    def stats(self) -> Mapping[str, float]: ...
