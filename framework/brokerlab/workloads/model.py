@@ -1,0 +1,203 @@
+"""The declarative workload format: what producers and consumers do, validated by pydantic.
+
+A workload is a TOML document (see ``docs/workloads.md``)::
+
+    name = "tailing"
+    description = "One topic, consumers keep up"
+    duration_s = 60
+
+    [[topics]]
+    name = "orders"
+    rate = 2000                     # messages per second, per topic
+    message_size = { kind = "fixed", value = 1024 }
+
+    [[topics.subscriptions]]
+    name = "billing"
+    type = "Shared"
+
+    [[topics.subscriptions.consumers]]
+    count = 2
+    rate = 1500                     # messages per second each consumer processes
+
+Times are seconds of simulated time from the start of the run; rates are per second.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+__all__ = [
+    "ConsumerSpec",
+    "DelaySpec",
+    "EventSpec",
+    "KeySpec",
+    "SizeSpec",
+    "SubscriptionSpec",
+    "TopicSpec",
+    "WorkloadSpec",
+]
+
+SubscriptionType = Literal["Exclusive", "Failover", "Shared", "Key_Shared"]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class SizeSpec(_Strict):
+    """Message payload size in bytes: ``fixed`` (value), ``uniform`` (min..max) or ``lognormal``
+    (median and sigma of the underlying normal), clipped to [min, max]."""
+
+    kind: Literal["fixed", "uniform", "lognormal"] = "fixed"
+    value: Annotated[int, Field(ge=1)] = 1024
+    min: Annotated[int, Field(ge=1)] = 1
+    max: Annotated[int, Field(ge=1)] = 5 * 1024 * 1024
+    median: Annotated[float, Field(gt=0)] = 1024.0
+    sigma: Annotated[float, Field(ge=0)] = 0.5
+
+    @model_validator(mode="after")
+    def _bounds_ordered(self) -> SizeSpec:
+        if self.min > self.max:
+            raise ValueError(f"min ({self.min}) must not exceed max ({self.max})")
+        return self
+
+
+class KeySpec(_Strict):
+    """Message keys: ``count`` distinct keys drawn with Zipf-like ``skew`` (0 = uniform)."""
+
+    count: Annotated[int, Field(ge=1)] = 100
+    skew: Annotated[float, Field(ge=0)] = 0.0
+
+
+class DelaySpec(_Strict):
+    """A share of messages published with a deliver-at time ``min_ms..max_ms`` after publishing."""
+
+    fraction: Annotated[float, Field(gt=0, le=1)]
+    min_ms: Annotated[int, Field(ge=0)]
+    max_ms: Annotated[int, Field(ge=0)]
+
+    @model_validator(mode="after")
+    def _bounds_ordered(self) -> DelaySpec:
+        if self.min_ms > self.max_ms:
+            raise ValueError(f"min_ms ({self.min_ms}) must not exceed max_ms ({self.max_ms})")
+        return self
+
+
+class ConsumerSpec(_Strict):
+    """``count`` identical consumers of one subscription.
+
+    ``rate`` is how many messages per second each processes (0 = as fast as they arrive). Each
+    processed message is acknowledged, except a share ``ack_hole_probability`` that is never
+    acknowledged (an ack hole) and a share ``nack_probability`` that is negatively acknowledged and
+    redelivered after ``nack_redelivery_delay_ms``. ``group`` names the consumers for events.
+    """
+
+    name: str = "consumer"
+    count: Annotated[int, Field(ge=1)] = 1
+    rate: Annotated[float, Field(ge=0)] = 0.0
+    receiver_queue_size: Annotated[int, Field(ge=1)] = 1000
+    ack: Literal["individual", "cumulative"] = "individual"
+    ack_hole_probability: Annotated[float, Field(ge=0, le=1)] = 0.0
+    nack_probability: Annotated[float, Field(ge=0, le=1)] = 0.0
+    nack_redelivery_delay_ms: Annotated[int, Field(ge=0)] = 60_000
+    connect_at_s: Annotated[float, Field(ge=0)] = 0.0
+    disconnect_at_s: Annotated[float, Field(gt=0)] | None = None
+    group: str | None = None
+
+    @model_validator(mode="after")
+    def _probabilities_fit(self) -> ConsumerSpec:
+        if self.ack_hole_probability + self.nack_probability > 1:
+            raise ValueError("ack_hole_probability + nack_probability must not exceed 1")
+        if self.disconnect_at_s is not None and self.disconnect_at_s <= self.connect_at_s:
+            raise ValueError("disconnect_at_s must be after connect_at_s")
+        return self
+
+
+class SubscriptionSpec(_Strict):
+    """``count`` identical subscriptions (named ``name``, or ``name-0``.. when count > 1)."""
+
+    name: str = "sub"
+    count: Annotated[int, Field(ge=1)] = 1
+    type: SubscriptionType = "Exclusive"
+    initial_position: Literal["earliest", "latest"] = "latest"
+    consumers: tuple[ConsumerSpec, ...] = (ConsumerSpec(),)
+
+    @model_validator(mode="after")
+    def _cumulative_needs_single_consumer(self) -> SubscriptionSpec:
+        if self.type in ("Shared", "Key_Shared") and any(
+            c.ack == "cumulative" for c in self.consumers
+        ):
+            raise ValueError(
+                f"cumulative acknowledgement is not allowed on a {self.type} subscription"
+            )
+        return self
+
+
+class TopicSpec(_Strict):
+    """``count`` identical topics and what their producers publish.
+
+    ``backlog`` messages are already in each topic when the run starts (published before time 0),
+    so subscriptions that start at ``earliest`` have something to catch up on.
+    """
+
+    name: str = "topic"
+    count: Annotated[int, Field(ge=1)] = 1
+    rate: Annotated[float, Field(ge=0)] = 100.0
+    arrival: Literal["constant", "poisson"] = "poisson"
+    message_size: SizeSpec = SizeSpec()
+    batch_size: Annotated[int, Field(ge=1)] = 1
+    keys: KeySpec | None = None
+    delays: tuple[DelaySpec, ...] = ()
+    backlog: Annotated[int, Field(ge=0)] = 0
+    publish_until_s: Annotated[float, Field(ge=0)] | None = None
+    subscriptions: tuple[SubscriptionSpec, ...] = ()
+
+    @model_validator(mode="after")
+    def _delay_shares_fit(self) -> TopicSpec:
+        if sum(d.fraction for d in self.delays) > 1 + 1e-9:
+            raise ValueError("the fractions of delays add up to more than 1")
+        return self
+
+
+class EventSpec(_Strict):
+    """What happens at ``at_s``: a broker restart, or a consumer group leaves or returns."""
+
+    at_s: Annotated[float, Field(ge=0)]
+    kind: Literal["restart", "disconnect", "reconnect"]
+    group: str | None = None
+
+    @model_validator(mode="after")
+    def _group_for_consumer_events(self) -> EventSpec:
+        if self.kind != "restart" and not self.group:
+            raise ValueError(f"a {self.kind} event needs the consumer group it applies to")
+        return self
+
+
+class WorkloadSpec(_Strict):
+    """A whole workload; ``drain_s`` more seconds run after ``duration_s``, producers stopped."""
+
+    name: str
+    description: str = ""
+    duration_s: Annotated[float, Field(gt=0)]
+    drain_s: Annotated[float, Field(ge=0)] = 0.0
+    topics: tuple[TopicSpec, ...] = Field(min_length=1)
+    events: tuple[EventSpec, ...] = ()
+
+    @model_validator(mode="after")
+    def _event_groups_exist(self) -> WorkloadSpec:
+        groups = {
+            c.group
+            for t in self.topics
+            for s in t.subscriptions
+            for c in s.consumers
+            if c.group is not None
+        }
+        for event in self.events:
+            if event.group is not None and event.group not in groups:
+                known = ", ".join(sorted(groups)) or "(no consumer has a group)"
+                raise ValueError(
+                    f"event group {event.group!r} is not a consumer group; known: {known}"
+                )
+        return self

@@ -1,0 +1,315 @@
+"""The ``brokerlab`` command, run as a real subprocess: output, exit codes, one clear error each."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+SHARED = ROOT.parent / "shared"
+FIXTURES = SHARED / "fixtures" / "pulsar"
+
+# A profile whose every choice resolves to an installed record.
+RESOLVABLE = """\
+sim.entryCache=disabled
+delayedDeliveryEnabled=false
+sim.ackStatePersister=unlimited
+"""
+
+
+def brokerlab(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    full_env = {k: v for k, v in os.environ.items() if not k.startswith("BROKERLAB_")}
+    full_env.update(env or {})
+    return subprocess.run(
+        [sys.executable, "-m", "brokerlab", *args],
+        capture_output=True,
+        text=True,
+        env=full_env,
+        timeout=120,
+        check=False,
+    )
+
+
+def write(tmp_path: Path, name: str, text: str | bytes) -> Path:
+    path = tmp_path / name
+    if isinstance(text, bytes):
+        path.write_bytes(text)
+    else:
+        path.write_text(text, encoding="utf-8")
+    return path
+
+
+# Each case: files to write (the first is checked), extra CLI args, and the fragments the one error
+# message must contain.
+MALFORMED: dict[str, tuple[dict[str, str | bytes], list[str], list[str]]] = {
+    "bad-integer": (
+        {"p.conf": "sim.entryCache=disabled\nmanagedLedgerCacheSizeMB=lots\n"},
+        [],
+        ["p.conf:2", "managedLedgerCacheSizeMB", "'lots'", "integer"],
+    ),
+    "negative-size": (
+        {"p.conf": "sim.entryCache=disabled\n\nmanagedLedgerCacheSizeMB=-5\n"},
+        [],
+        ["p.conf:3", "managedLedgerCacheSizeMB", "'-5'", ">= 0"],
+    ),
+    "ratio-above-one": (
+        {"p.conf": "sim.entryCache=disabled\nmanagedLedgerCacheEvictionWatermark=1.5\n"},
+        [],
+        ["p.conf:2", "managedLedgerCacheEvictionWatermark", "'1.5'", "from 0.0 to 1.0"],
+    ),
+    "ratio-with-comma": (
+        {"p.conf": "sim.entryCache=disabled\nmanagedLedgerCacheEvictionWatermark=0,9\n"},
+        [],
+        ["p.conf:2", "managedLedgerCacheEvictionWatermark", "'0,9'"],
+    ),
+    "bad-boolean": (
+        {"p.conf": "sim.entryCache=disabled\ncacheEvictionByExpectedReadCount=maybe\n"},
+        [],
+        ["p.conf:2", "cacheEvictionByExpectedReadCount", "'maybe'", "true or false"],
+    ),
+    "pip299-below-range": (
+        {"p.conf": "sim.entryCache=disabled\nmanagedLedgerMaxAckStateInBytesToPersist=100\n"},
+        [],
+        ["p.conf:2", "managedLedgerMaxAckStateInBytesToPersist", "'100'", "1024", "5242880"],
+    ),
+    "negative-tick": (
+        {"p.conf": "sim.entryCache=disabled\ndelayedDeliveryTickTimeMillis=-1\n"},
+        [],
+        ["p.conf:2", "delayedDeliveryTickTimeMillis", "'-1'", ">= 1"],
+    ),
+    "unknown-pulsar-key": (
+        {"p.conf": "sim.entryCache=disabled\nmanagedLedgerCacheSizeMb=10\n"},
+        [],
+        ["p.conf:2", "managedLedgerCacheSizeMb", "did you mean 'managedLedgerCacheSizeMB'"],
+    ),
+    "unknown-sim-key": (
+        {"p.conf": "# cache\nsim.entryCahce=disabled\n"},
+        [],
+        ["p.conf:2", "sim.entryCahce", "did you mean 'sim.entryCache'"],
+    ),
+    "unknown-plugin-namespace": (
+        {"p.conf": "sim.entryCache=disabled\nsim.nosuchplugin.size=3\n"},
+        [],
+        ["p.conf:2", "sim.nosuchplugin.size"],
+    ),
+    "unknown-entry-cache": (
+        {"p.conf": RESOLVABLE.replace("sim.entryCache=disabled", "sim.entryCache=disabeld")},
+        [],
+        ["p.conf:1", "sim.entryCache", "'disabeld'", "allowed:", "did you mean 'disabled'"],
+    ),
+    "unknown-tracker-class": (
+        {
+            "p.conf": "sim.entryCache=disabled\n"
+            "delayedDeliveryTrackerFactoryClassName=org.example.Nope\n"
+        },
+        [],
+        ["p.conf:2", "delayedDeliveryTrackerFactoryClassName", "'org.example.Nope'", "allowed:"],
+    ),
+    "unknown-ack-persister": (
+        {
+            "p.conf": "sim.entryCache=disabled\n"
+            "delayedDeliveryEnabled=false\n"
+            "sim.ackStatePersister=nope\n"
+        },
+        [],
+        ["p.conf:3", "sim.ackStatePersister", "'nope'", "allowed:"],
+    ),
+    "unknown-cursor-container": (
+        {"p.conf": "sim.entryCache=disabled\nsim.cursorContainer=skiplist\n"},
+        [],
+        ["p.conf:2", "sim.cursorContainer", "'skiplist'", "allowed:"],
+    ),
+    "predicates-without-queue": (
+        {"p.conf": RESOLVABLE + "sim.evictionPredicates=s3fifo\n"},
+        [],
+        ["p.conf:4", "sim.evictionPredicates", "does not consult eviction predicates"],
+    ),
+    "include-loop": (
+        {"p.conf": "sim.include=q.conf\n", "q.conf": "sim.include=p.conf\n"},
+        [],
+        ["include", "p.conf", "q.conf"],
+    ),
+    "self-include": (
+        {"p.conf": "sim.entryCache=disabled\nsim.include=p.conf\n"},
+        [],
+        ["p.conf:2", "include"],
+    ),
+    "missing-include": (
+        {"p.conf": "sim.include=absent.conf\n"},
+        [],
+        ["p.conf:1", "absent.conf"],
+    ),
+    "bad-encoding": (
+        {"p.conf": b"sim.entryCache=disabled\n# caf\xe9 in latin-1\n"},
+        [],
+        ["p.conf", "2", "UTF-8"],
+    ),
+    "bad-unicode-escape": (
+        {"p.conf": "sim.entryCache=disabled\nsim.cursorContainer=\\u12G4\n"},
+        [],
+        ["p.conf:2", "\\u"],
+    ),
+    "set-without-equals": (
+        {"p.conf": RESOLVABLE},
+        ["--set", "managedLedgerCacheSizeMB"],
+        ["--set", "managedLedgerCacheSizeMB", "key=value"],
+    ),
+    "set-out-of-range": (
+        {"p.conf": RESOLVABLE},
+        ["--set", "managedLedgerCacheEvictionWatermark=2"],
+        ["--set", "managedLedgerCacheEvictionWatermark", "'2'", "from 0.0 to 1.0"],
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(MALFORMED))
+def test_malformed_profile_gives_one_clear_error_and_exit_2(tmp_path: Path, case: str) -> None:
+    files, extra, fragments = MALFORMED[case]
+    paths = [write(tmp_path, name, text) for name, text in files.items()]
+    command = (
+        ["profile", "show", str(paths[0]), *extra] if extra else ["profile", "check", str(paths[0])]
+    )
+    result = brokerlab(*command)
+    assert result.returncode == 2, result.stderr
+    assert "Traceback" not in result.stderr
+    first_line = result.stderr.splitlines()[0]
+    assert first_line.startswith("brokerlab: error:")
+    for fragment in fragments:
+        assert fragment in result.stderr, f"{fragment!r} missing from: {result.stderr}"
+
+
+def test_missing_profile_file(tmp_path: Path) -> None:
+    result = brokerlab("profile", "check", str(tmp_path / "nope.conf"))
+    assert result.returncode == 2
+    assert "nope.conf" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_directory_instead_of_file(tmp_path: Path) -> None:
+    result = brokerlab("profile", "show", str(tmp_path))
+    assert result.returncode == 2
+    assert str(tmp_path) in result.stderr and "Traceback" not in result.stderr
+
+
+def test_usage_error_exits_2() -> None:
+    result = brokerlab("profile", "frobnicate")
+    assert result.returncode == 2
+    assert "invalid choice" in result.stderr
+
+
+def test_check_passes_a_resolvable_profile(tmp_path: Path) -> None:
+    path = write(tmp_path, "ok.conf", RESOLVABLE)
+    result = brokerlab("profile", "check", str(path))
+    assert result.returncode == 0, result.stderr
+    assert "ok (strict" in result.stdout and "entry_cache=disabled" in result.stdout
+
+
+def test_plugins_lists_every_extension_point_with_sources() -> None:
+    result = brokerlab("plugins", "--json")
+    assert result.returncode == 0, result.stderr
+    listing = json.loads(result.stdout)["extension_points"]
+    assert set(listing) == {
+        "entry_cache",
+        "eviction_predicate",
+        "cursor_container",
+        "delayed_delivery",
+        "ack_state_persister",
+        "workload",
+    }
+    disabled = next(r for r in listing["entry_cache"] if r["name"] == "disabled")
+    assert disabled["distribution"] == "brokerlab"
+
+
+def test_disable_env_removes_builtins_from_the_listing() -> None:
+    result = brokerlab("plugins", "--json", env={"BROKERLAB_DISABLE_PLUGINS": "baselines"})
+    names = [r["name"] for r in json.loads(result.stdout)["extension_points"]["entry_cache"]]
+    assert "disabled" not in names
+
+
+def test_p_module_adds_a_plugin(tmp_path: Path) -> None:
+    write(
+        tmp_path,
+        "extra_cache_plugin.py",
+        "from brokerlab import EntryCacheRecord, hookimpl\n"
+        "@hookimpl\n"
+        "def brokerlab_entry_caches():\n"
+        "    yield EntryCacheRecord(name='extra', description='x', factory=lambda c: None)\n",
+    )
+    result = brokerlab("-p", "extra_cache_plugin", "plugins", env={"PYTHONPATH": str(tmp_path)})
+    assert result.returncode == 0, result.stderr
+    assert "extra" in result.stdout and "-p extra_cache_plugin" in result.stdout
+
+
+def test_plugin_that_raises_is_an_error_naming_it(tmp_path: Path) -> None:
+    write(
+        tmp_path,
+        "broken_plugin.py",
+        "from brokerlab import hookimpl\n"
+        "@hookimpl\n"
+        "def brokerlab_entry_caches():\n"
+        "    raise RuntimeError('boom')\n",
+    )
+    result = brokerlab("-p", "broken_plugin", "plugins", env={"PYTHONPATH": str(tmp_path)})
+    assert result.returncode == 2
+    assert "broken_plugin" in result.stderr and "boom" in result.stderr
+
+
+def test_internal_error_exits_1_with_traceback(tmp_path: Path) -> None:
+    # A record whose aliases are not a tuple breaks the host's duplicate check: an internal error.
+    write(
+        tmp_path,
+        "odd_plugin.py",
+        "from brokerlab import EntryCacheRecord, hookimpl\n"
+        "@hookimpl\n"
+        "def brokerlab_entry_caches():\n"
+        "    yield EntryCacheRecord(name='odd', description='d', aliases=None, factory=None)\n",
+    )
+    result = brokerlab("-p", "odd_plugin", "plugins", env={"PYTHONPATH": str(tmp_path)})
+    assert result.returncode == 1
+    assert "Traceback" in result.stderr and "please report" in result.stderr
+
+
+def test_show_json_reports_values_and_origins(tmp_path: Path) -> None:
+    path = write(tmp_path, "p.conf", RESOLVABLE + "managedLedgerCacheSizeMB=64\n")
+    result = brokerlab(
+        "profile",
+        "show",
+        str(path),
+        "--json",
+        "--set",
+        "dispatcherMaxReadBatchSize=7",
+        env={"BROKERLAB_managedLedgerCacheSizeMB": "128"},
+    )
+    assert result.returncode == 0, result.stderr
+    shown = json.loads(result.stdout)
+    assert shown["settings"]["dispatcherMaxReadBatchSize"] == 7
+    assert shown["origins"]["dispatcherMaxReadBatchSize"] == "--set"
+    assert shown["settings"]["managedLedgerCacheSizeMB"] == 128
+    assert shown["origins"]["managedLedgerCacheSizeMB"].startswith("env")
+    assert shown["plugins"]["entry_cache"] == "disabled"
+
+
+@pytest.mark.skipif(not FIXTURES.is_dir(), reason="shared/fixtures is not beside the checkout")
+def test_show_real_broker_conf_and_its_unmodelled_keys() -> None:
+    conf = FIXTURES / "broker.conf"
+    shown = brokerlab("profile", "show", str(conf))
+    assert shown.returncode == 0, shown.stderr
+    assert "(lenient mode)" in shown.stdout
+    assert "dispatcherMaxReadBatchSize=100" in shown.stdout
+    unmodelled = brokerlab("profile", "show", str(conf), "--unmodelled")
+    lines = [ln for ln in unmodelled.stdout.splitlines() if ln and not ln.startswith("#")]
+    assert len(lines) > 300
+    assert any(ln.startswith("brokerServicePort=") and "broker.conf:" in ln for ln in lines)
+
+
+def test_reference_conf_is_in_sync_with_the_models() -> None:
+    result = brokerlab("profile", "reference")
+    assert result.returncode == 0, result.stderr
+    expected = (ROOT / "profiles" / "reference.conf").read_text(encoding="utf-8")
+    assert result.stdout == expected, (
+        "profiles/reference.conf is stale: `brokerlab profile reference > profiles/reference.conf`"
+    )
