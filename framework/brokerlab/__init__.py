@@ -4,7 +4,7 @@ The public Python API. Plugins import from here (records, protocols, ``hookimpl`
 :func:`load_profile` and, once a broker model is present, ``simulate``.
 """
 
-from brokerlab._api import load_profile, make_host
+from brokerlab._api import load_profile, make_host, simulate
 from brokerlab.errors import BrokerlabError, Origin, PluginError, ProfileError, WorkloadError
 from brokerlab.hookspecs import hookimpl
 from brokerlab.records import (
@@ -38,4 +38,5 @@ __all__ = [
     "hookimpl",
     "load_profile",
     "make_host",
+    "simulate",
 ]

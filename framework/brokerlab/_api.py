@@ -9,8 +9,9 @@ from typing import Literal
 from brokerlab.host import PluginHost
 from brokerlab.profiles import Profile
 from brokerlab.profiles import load_profile as _load_profile
+from brokerlab.simulation import simulate
 
-__all__ = ["load_profile", "make_host"]
+__all__ = ["load_profile", "make_host", "simulate"]
 
 
 def make_host(modules: Sequence[str] = ()) -> PluginHost:

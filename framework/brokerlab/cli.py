@@ -20,6 +20,8 @@ from brokerlab.errors import BrokerlabError
 from brokerlab.host import EXTENSION_POINTS, PluginHost
 from brokerlab.profiles import Profile, render_reference
 from brokerlab.profiles.model import SECTIONS, field_for_key
+from brokerlab.simulation import simulate
+from brokerlab.textui import ProgressBar, format_result
 
 __all__ = ["main"]
 
@@ -108,6 +110,26 @@ def _build_parser() -> argparse.ArgumentParser:
         "reference", help="print the reference profile: every key, its default and documentation"
     )
     reference.set_defaults(handler=_cmd_profile_reference)
+
+    workloads = commands.add_parser("workloads", help="list the named workloads")
+    workloads.set_defaults(handler=_cmd_workloads)
+
+    run = commands.add_parser("run", help="run one simulation on this machine (no Spark)")
+    run.add_argument("--profile", required=True, metavar="FILE", help="the profile to run")
+    run.add_argument(
+        "--workload", required=True, metavar="NAME|FILE", help="a named workload or a TOML file"
+    )
+    run.add_argument("--seed", type=int, default=0, metavar="N", help="random seed (default 0)")
+    run.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override one profile key (repeatable)",
+    )
+    run.add_argument("--json", action="store_true", help="print one JSON object")
+    run.set_defaults(handler=_cmd_run)
     return parser
 
 
@@ -151,6 +173,24 @@ def _cmd_plugins(args: argparse.Namespace, host: PluginHost, out: TextIO) -> int
         out.write("  (none installed)\n")
     for row in settings:
         out.write(f"  {row['namespace']:<24} from {row['source']}\n")
+    return EXIT_OK
+
+
+def _cmd_workloads(args: argparse.Namespace, host: PluginHost, out: TextIO) -> int:
+    for reg in host.records("workload"):
+        out.write(f"{reg.record.name:<26} {reg.record.description}\n")
+    return EXIT_OK
+
+
+def _cmd_run(args: argparse.Namespace, host: PluginHost, out: TextIO) -> int:
+    profile = load_profile(args.profile, args.overrides, host=host)
+    bar = ProgressBar(sys.stderr, label=f"{args.workload} seed {args.seed}")
+    result = simulate(profile, args.workload, args.seed, host=host, progress=bar.update)
+    bar.close()
+    if args.json:
+        out.write(result.to_json() + "\n")
+    else:
+        out.write(format_result(result))
     return EXIT_OK
 
 

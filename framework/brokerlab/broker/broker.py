@@ -1,0 +1,650 @@
+"""The simulated broker: topics, producers, subscriptions, consumers and periodic tasks.
+
+The broker takes validated settings and ready plugin objects; it knows nothing of files, Spark or
+the CLI. ``simulation.py`` builds it from a profile, a workload and a seed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, fields
+from functools import partial
+from typing import Any
+
+import numpy as np
+
+from brokerlab.broker.consumer import Consumer, ConsumerPolicy, Delivery
+from brokerlab.broker.cursor import Cursor
+from brokerlab.broker.dispatcher import Dispatcher
+from brokerlab.broker.events import EventLoop
+from brokerlab.broker.ledger import NO_KEY, LedgerIds, ManagedLedger
+from brokerlab.broker.streams import stream
+from brokerlab.protocols import (
+    AckStatePersister,
+    CursorContainer,
+    DelayedDeliveryTracker,
+    DelayedDeliveryTrackerFactory,
+    EntryCache,
+    PersistOutcome,
+    Position,
+    RecoveredAckState,
+)
+from brokerlab.workloads.model import SubscriptionSpec, TopicSpec, WorkloadSpec
+
+__all__ = ["Broker", "BrokerPlugins", "BrokerTuning", "Counters", "Topic"]
+
+NS = 1_000_000_000
+MS = 1_000_000
+# Pulsar's statsUpdateFrequencyInSecs: how often cursors are re-checked for being active.
+STATS_INTERVAL_NS = 60 * NS
+# The Pulsar client groups acknowledgements for 100 ms (acknowledgementsGroupTimeMicros).
+ACK_GROUP_NS = 100 * MS
+SAMPLE_INTERVAL_NS = NS
+CHUNK = 4096
+
+
+@dataclass(slots=True)
+class Counters:
+    """The broker model's own counters (plugins report theirs through ``stats()``)."""
+
+    published: int = 0
+    published_entries: int = 0
+    delivered: int = 0
+    acked: int = 0
+    redelivered: int = 0
+    redelivered_after_restart: int = 0
+    lost: int = 0
+    delivered_after_ack: int = 0
+    delayed_messages: int = 0
+    delayed_early_deliveries: int = 0
+    delayed_max_earliness_ms: int = 0
+    delayed_duplicate_deliveries: int = 0
+    storage_entries_read: int = 0
+    storage_bytes_read: int = 0
+    dispatch_paused_ns: int = 0
+    broker_restarts: int = 0
+    ack_persists: int = 0
+    ack_persisted_bytes: int = 0
+    ack_ranges_dropped: int = 0
+    ack_max_ranges: int = 0
+
+    def as_dict(self) -> dict[str, int]:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+@dataclass(frozen=True)
+class BrokerTuning:
+    """The settings the broker model itself reads (Pulsar keys, resolved)."""
+
+    max_read_batch: int
+    max_entries_per_ledger: int
+    backlogged_threshold: int
+    expected_read_count_mode: bool
+    cache_eviction_interval_ns: int
+    cursor_flush_interval_ns: int
+    delayed_strict: bool
+    delayed_tick_ms: int
+
+    @classmethod
+    def from_settings(cls, s: Any) -> BrokerTuning:
+        return cls(
+            max_read_batch=s.dispatcher_max_read_batch_size,
+            max_entries_per_ledger=s.managed_ledger_max_entries_per_ledger,
+            backlogged_threshold=s.managed_ledger_cursor_backlogged_threshold,
+            expected_read_count_mode=s.cache_eviction_by_expected_read_count,
+            cache_eviction_interval_ns=s.managed_ledger_cache_eviction_interval_ms * MS,
+            cursor_flush_interval_ns=s.managed_ledger_cursor_position_flush_seconds * NS,
+            delayed_strict=s.is_delayed_delivery_deliver_at_time_strict,
+            delayed_tick_ms=s.delayed_delivery_tick_time_millis,
+        )
+
+
+@dataclass(frozen=True)
+class BrokerPlugins:
+    """The plugin objects one simulation uses, built from the profile's choices."""
+
+    cache: EntryCache
+    new_cursor_container: Callable[[], CursorContainer]
+    tracker_factory: DelayedDeliveryTrackerFactory
+    new_persister: Callable[[str], AckStatePersister]
+
+
+class Topic:
+    """A topic: its managed ledger, active-cursor container, subscriptions and producer."""
+
+    def __init__(self, name: str, ledger: ManagedLedger, cursors: CursorContainer) -> None:
+        self.name = name
+        self.ledger = ledger
+        self.cursors = cursors
+        self.dispatchers: list[Dispatcher] = []
+
+
+class _Producer:
+    """Publishes one topic's entries; draws its randomness in chunks to keep the hot path cheap."""
+
+    def __init__(
+        self, broker: Broker, topic: Topic, spec: TopicSpec, rng: np.random.Generator
+    ) -> None:
+        self.broker = broker
+        self.topic = topic
+        self.spec = spec
+        self.rng = rng
+        self.entry_interval_ns = spec.batch_size / spec.rate * NS if spec.rate > 0 else 0.0
+        if spec.keys is not None:
+            weights = 1.0 / np.arange(1, spec.keys.count + 1, dtype=float) ** spec.keys.skew
+            self.key_p: np.ndarray | None = weights / weights.sum()
+        else:
+            self.key_p = None
+        self._buffer = self._draw()
+        self.end_ns = 0
+
+    def _draw(self) -> Iterator[tuple[int, int, int, int]]:
+        """Yield ``(size, key, delay_ms, gap_ns)`` per entry, in chunks that double up to CHUNK.
+
+        Small first chunks keep a run of 10,000 slow topics from drawing millions of unused values.
+        """
+        spec, rng = self.spec, self.rng
+        n = 16
+        while True:
+            sizes = _draw_sizes(spec, rng, n * spec.batch_size).reshape(n, spec.batch_size)
+            entry_sizes = sizes.sum(axis=1).tolist()
+            if self.key_p is not None:
+                keys = rng.choice(len(self.key_p), size=n, p=self.key_p).tolist()
+            else:
+                keys = [NO_KEY] * n
+            delays = _draw_delays(spec, rng, n)
+            if spec.arrival == "constant":
+                gaps = [max(1, round(self.entry_interval_ns))] * n
+            else:
+                drawn = np.maximum(1, np.rint(rng.exponential(self.entry_interval_ns, n)))
+                gaps = drawn.astype(np.int64).tolist()
+            yield from zip(entry_sizes, keys, delays, gaps, strict=True)
+            n = min(n * 2, CHUNK)
+
+    def next_entry(self) -> tuple[int, int, int, int]:
+        return next(self._buffer)
+
+    def first_gap(self) -> int:
+        """When the first live entry is published: one interval (or a drawn gap) after zero."""
+        if self.spec.arrival == "constant":
+            return max(1, round(self.entry_interval_ns))
+        return max(1, round(self.rng.exponential(self.entry_interval_ns)))
+
+    def prefill(self, entries: int) -> None:
+        """Write ``entries`` entries published before time zero (a backlog to catch up on)."""
+        ml = self.topic.ledger
+        step = max(1, round(self.entry_interval_ns))
+        for i in range(entries):
+            size, key, _, _ = self.next_entry()
+            ml.append(size, -(entries - i) * step, key, self.spec.batch_size, 0)
+        self.broker.counters.published += entries * self.spec.batch_size
+        self.broker.counters.published_entries += entries
+
+    def publish(self) -> None:
+        broker = self.broker
+        now = broker.loop.now_ns()
+        size, key, delay_ms, gap = self.next_entry()
+        deliver_at = broker.loop.now_ms() + delay_ms if delay_ms else 0
+        batch = self.spec.batch_size
+        pos = self.topic.ledger.append(size, now, key, batch, deliver_at)
+        broker.counters.published += batch
+        broker.counters.published_entries += 1
+        broker.cache.insert(self.topic.name, pos, size)
+        for dispatcher in self.topic.dispatchers:
+            if dispatcher.waiting:
+                dispatcher.waiting = False
+                dispatcher.read_more()
+        nxt = now + gap
+        if nxt < self.end_ns:
+            broker.loop.at(nxt, self.publish)
+
+
+def _draw_sizes(spec: TopicSpec, rng: np.random.Generator, n: int) -> np.ndarray:
+    m = spec.message_size
+    if m.kind == "fixed":
+        return np.full(n, m.value, dtype=np.int64)
+    if m.kind == "uniform":
+        return rng.integers(m.min, m.max + 1, size=n)
+    raw = rng.lognormal(np.log(m.median), m.sigma, size=n)
+    return np.clip(np.rint(raw), m.min, m.max).astype(np.int64)
+
+
+def _draw_delays(spec: TopicSpec, rng: np.random.Generator, n: int) -> list[int]:
+    if not spec.delays:
+        return [0] * n
+    u = rng.random(n)
+    out = np.zeros(n, dtype=np.int64)
+    lower = 0.0
+    for d in spec.delays:
+        chosen = (u >= lower) & (u < lower + d.fraction)
+        out[chosen] = rng.integers(d.min_ms, d.max_ms + 1, size=int(chosen.sum()))
+        lower += d.fraction
+    return out.tolist()
+
+
+class Broker:
+    """One simulated broker serving the topics of a workload."""
+
+    def __init__(
+        self, tuning: BrokerTuning, plugins: BrokerPlugins, loop: EventLoop, seed: int
+    ) -> None:
+        self.tuning = tuning
+        self.plugins = plugins
+        self.loop = loop
+        self.clock = loop
+        self.scheduler = loop
+        self.seed = seed
+        self.cache = plugins.cache
+        self.max_read_batch = tuning.max_read_batch
+        self.delayed_strict = tuning.delayed_strict
+        self.delayed_tick_ms = tuning.delayed_tick_ms
+        self.counters = Counters()
+        self.latency_ms: dict[int, int] = {}
+        self.topics: list[Topic] = []
+        self.dispatchers: list[Dispatcher] = []
+        self.persist_stats: dict[str, float] = {}
+        self.peaks: dict[str, float] = {}
+        self._ledger_ids = LedgerIds()
+        self._end_ns = 0
+        self._publish_end: dict[int, int] = {}
+
+    # ---- building -----------------------------------------------------------------------------
+
+    def build(self, workload: WorkloadSpec) -> None:
+        """Create topics, subscriptions, consumers, producers, events and periodic tasks."""
+        self._end_ns = round((workload.duration_s + workload.drain_s) * NS)
+        for t_index, spec in enumerate(workload.topics):
+            self._publish_end[id(spec)] = round(
+                (spec.publish_until_s if spec.publish_until_s is not None else workload.duration_s)
+                * NS
+            )
+            for i in range(spec.count):
+                name = spec.name if spec.count == 1 else f"{spec.name}-{i}"
+                self._add_topic(name, spec, t_index)
+        for event in workload.events:
+            at = round(event.at_s * NS)
+            if event.kind == "restart":
+                self.loop.at(at, self.restart)
+            else:
+                connect = event.kind == "reconnect"
+                self.loop.at(at, partial(self._set_group, event.group, connect))
+        t = self.tuning
+        self.loop.call_every(
+            t.cache_eviction_interval_ns, t.cache_eviction_interval_ns, self.cache.evict_expired
+        )
+        self.loop.call_every(
+            t.cursor_flush_interval_ns, t.cursor_flush_interval_ns, self._flush_cursors
+        )
+        self.loop.call_every(STATS_INTERVAL_NS, STATS_INTERVAL_NS, self._check_active_cursors)
+        self.loop.call_every(0, SAMPLE_INTERVAL_NS, self._sample)
+
+    def publish_end_ns(self, spec: TopicSpec) -> int:
+        return self._publish_end[id(spec)]
+
+    def _add_topic(self, name: str, spec: TopicSpec, t_index: int) -> None:
+        ledger = ManagedLedger(name, self._ledger_ids, self.tuning.max_entries_per_ledger)
+        topic = Topic(name, ledger, self.plugins.new_cursor_container())
+        self.topics.append(topic)
+        producer = _Producer(self, topic, spec, stream(self.seed, "producer", name))
+        backlog_entries = -(-spec.backlog // spec.batch_size)
+        if backlog_entries:
+            producer.prefill(backlog_entries)
+        self.cache.open_ledger(name, topic.cursors)
+        for sub_spec in spec.subscriptions:
+            for j in range(sub_spec.count):
+                sub_name = sub_spec.name if sub_spec.count == 1 else f"{sub_spec.name}-{j}"
+                self._add_subscription(topic, sub_name, sub_spec)
+        if spec.rate > 0 and self.publish_end_ns(spec) > 0:
+            producer.end_ns = self.publish_end_ns(spec)
+            self.loop.at(producer.first_gap(), producer.publish)
+
+    def _add_subscription(self, topic: Topic, name: str, spec: SubscriptionSpec) -> None:
+        ml = topic.ledger
+        start = ml.first_position if spec.initial_position == "earliest" else ml.last_position
+        cursor = Cursor(name, ml, start)
+        factory = self.plugins.tracker_factory
+        dispatcher = Dispatcher(
+            self,
+            topic,
+            name,
+            spec.type,
+            cursor,
+            self.plugins.new_persister(f"{topic.name}/{name}"),
+            partial(_new_tracker, factory, topic.name, name),
+        )
+        topic.dispatchers.append(dispatcher)
+        self.dispatchers.append(dispatcher)
+        self._account(dispatcher.persister.created(cursor))
+        index = 0
+        for c_spec in spec.consumers:
+            policy = ConsumerPolicy(
+                rate=c_spec.rate,
+                receiver_queue_size=c_spec.receiver_queue_size,
+                cumulative=c_spec.ack == "cumulative",
+                ack_hole_probability=c_spec.ack_hole_probability,
+                nack_probability=c_spec.nack_probability,
+                nack_delay_ns=c_spec.nack_redelivery_delay_ms * MS,
+            )
+            for k in range(c_spec.count):
+                consumer = Consumer(f"{name}/{c_spec.name}-{k}", index, policy, c_spec.group)
+                index += 1
+                dispatcher.consumers.append(consumer)
+                self.loop.at(
+                    round(c_spec.connect_at_s * NS),
+                    partial(self._connect, dispatcher, consumer),
+                )
+                if c_spec.disconnect_at_s is not None:
+                    self.loop.at(
+                        round(c_spec.disconnect_at_s * NS),
+                        partial(self._disconnect, dispatcher, consumer),
+                    )
+
+    # ---- consumers ----------------------------------------------------------------------------
+
+    def _connect(self, dispatcher: Dispatcher, consumer: Consumer) -> None:
+        if consumer.connected:
+            return
+        consumer.connect()
+        dispatcher.consumers_changed()
+        self._set_active(dispatcher, True)
+        dispatcher.read_more()
+
+    def _disconnect(self, dispatcher: Dispatcher, consumer: Consumer) -> None:
+        if not consumer.connected:
+            return
+        back = consumer.take_back()
+        dispatcher.consumers_changed()
+        dispatcher.redeliver(back)
+        if not dispatcher.connected:
+            self._set_active(dispatcher, False)
+        dispatcher.read_more()
+
+    def _set_group(self, group: str | None, connect: bool) -> None:
+        for dispatcher in self.dispatchers:
+            for consumer in dispatcher.consumers:
+                if consumer.group == group:
+                    if connect:
+                        self._connect(dispatcher, consumer)
+                    else:
+                        self._disconnect(dispatcher, consumer)
+
+    def _set_active(self, dispatcher: Dispatcher, active: bool) -> None:
+        if dispatcher.active == active:
+            return
+        dispatcher.active = active
+        cursors = dispatcher.topic.cursors
+        if active:
+            cursors.add(dispatcher.cursor.name, dispatcher.cursor.read_position)
+        else:
+            cursors.remove(dispatcher.cursor.name)
+        self.cache.cursors_changed(dispatcher.topic.name)
+
+    def _check_active_cursors(self) -> None:
+        """Pulsar's periodic check: a cursor with a large backlog stops counting as active."""
+        threshold = self.tuning.backlogged_threshold
+        for dispatcher in self.dispatchers:
+            if not dispatcher.connected:
+                continue
+            if self.tuning.expected_read_count_mode:
+                self._set_active(dispatcher, True)
+            else:
+                self._set_active(dispatcher, dispatcher.cursor.backlog() < threshold)
+
+    def start_processing(self, dispatcher: Dispatcher, consumer: Consumer) -> None:
+        """An idle consumer got something: it starts on it now.
+
+        A rate-limited consumer's chunk completes later, so it can start at once; an unlimited one
+        completes at this instant, so it waits for the dispatch that fed it to finish first.
+        """
+        consumer.busy = True
+        if consumer.policy.rate > 0:
+            self._process(dispatcher, consumer)
+        else:
+            self.loop.at(self.loop.now_ns(), partial(self._process, dispatcher, consumer))
+
+    def _process(self, dispatcher: Dispatcher, consumer: Consumer) -> None:
+        """Take the next chunk of the receiver queue and schedule its completion."""
+        queue = consumer.queue
+        if not consumer.connected or not queue:
+            consumer.busy = False
+            return
+        rate = consumer.policy.rate
+        chunk: list[Delivery] = []
+        messages = 0
+        if rate <= 0:
+            chunk.extend(queue)
+            queue.clear()
+            messages = sum(d[2] for d in chunk)
+            done = self.loop.now_ns()
+        else:
+            limit = max(
+                1, min(consumer.policy.receiver_queue_size // 2, int(rate * ACK_GROUP_NS / NS))
+            )
+            while queue and messages < limit:
+                delivery = queue.popleft()
+                chunk.append(delivery)
+                messages += delivery[2]
+            done = self.loop.now_ns() + round(messages / rate * NS)
+        start = self.loop.now_ns()
+        self.loop.at(done, partial(self._complete, dispatcher, consumer, chunk, start))
+
+    def _complete(
+        self, dispatcher: Dispatcher, consumer: Consumer, chunk: list[Delivery], start: int
+    ) -> None:
+        """A chunk was processed: record latency, ack, nack or leave holes; return permits."""
+        if not consumer.connected:
+            return
+        policy = consumer.policy
+        counters = self.counters
+        cursor = dispatcher.cursor
+        pending = consumer.pending
+        hist = self.latency_ms
+        per_message_ns = NS / policy.rate if policy.rate > 0 else 0.0
+        p_nack = policy.nack_probability
+        p_drop = p_nack + policy.ack_hole_probability
+        draws: list[float] | None = None
+        if p_drop > 0:
+            draws = dispatcher.rng.random(len(chunk)).tolist()
+        changed: set[int] = set()
+        nacked: list[Position] = []
+        cumulative_to: Position | None = None
+        done_messages = 0
+        for i, (ledger_id, entry_id, messages, publish_ns, _key) in enumerate(chunk):
+            done_messages += messages
+            latency = (start + done_messages * per_message_ns - publish_ns) // MS
+            hist[int(latency)] = hist.get(int(latency), 0) + messages
+            pos = (ledger_id, entry_id)
+            if draws is not None and draws[i] < p_drop:
+                if draws[i] < p_nack:
+                    pending.pop(pos, None)
+                    nacked.append(pos)
+                elif messages > 1:
+                    # One message of the batch is never acknowledged: a partial batch ack.
+                    index = int(draws[i] / p_drop * messages) % messages
+                    cursor.ack_batch_partially(pos, messages, 1 << index)
+                    counters.acked += messages - 1
+                continue
+            if policy.cumulative:
+                cumulative_to = pos
+                continue
+            pending.pop(pos, None)
+            if cursor.ack(ledger_id, entry_id):
+                counters.acked += messages
+                changed.add(ledger_id)
+        if cumulative_to is not None:
+            counters.acked += sum(
+                pending.pop(p) for p in [p for p in pending if p <= cumulative_to]
+            )
+            cursor.ack_cumulative(cumulative_to)
+            changed.add(cumulative_to[0])
+        consumer.permits += done_messages
+        if changed:
+            self._after_ack(dispatcher, sorted(changed))
+        if nacked:
+            self.loop.at(
+                self.loop.now_ns() + policy.nack_delay_ns,
+                lambda: self._redeliver(dispatcher, nacked),
+            )
+        if consumer.queue:
+            self._process(dispatcher, consumer)
+        else:
+            consumer.busy = False
+        dispatcher.read_more()
+
+    def _after_ack(self, dispatcher: Dispatcher, changed: list[int]) -> None:
+        cursor = dispatcher.cursor
+        ranges = cursor.range_count()
+        if ranges > self.counters.ack_max_ranges:
+            self.counters.ack_max_ranges = ranges
+        self._account(dispatcher.persister.acked(cursor, changed))
+        dispatcher.tracker.mark_delete_moved(cursor.md)
+        dispatcher.check_pause()
+
+    def _redeliver(self, dispatcher: Dispatcher, positions: list[Position]) -> None:
+        dispatcher.redeliver(positions)
+        dispatcher.read_more()
+
+    def _account(self, outcome: PersistOutcome | None) -> None:
+        if outcome is not None:
+            self.counters.ack_persists += 1
+            self.counters.ack_persisted_bytes += outcome.bytes_written
+            self.counters.ack_ranges_dropped += outcome.ranges_dropped
+
+    # ---- periodic tasks -----------------------------------------------------------------------
+
+    def _flush_cursors(self) -> None:
+        for dispatcher in self.dispatchers:
+            self._account(dispatcher.persister.flush(dispatcher.cursor))
+
+    def _sample(self) -> None:
+        """Peaks of gauges that plugins report as current values."""
+        peaks = self.peaks
+        for name, value in self.plugins.tracker_factory.stats().items():
+            if value > peaks.get(name, 0):
+                peaks[name] = value
+        size = self.cache.size_bytes()
+        if size > peaks.get("cache_peak_bytes", 0):
+            peaks["cache_peak_bytes"] = size
+
+    # ---- restart ------------------------------------------------------------------------------
+
+    def restart(self) -> None:
+        """A broker crash and restart: in-memory state goes; cursors recover what was persisted."""
+        self.counters.broker_restarts += 1
+        for topic in self.topics:
+            self.cache.close_ledger(topic.name)
+        for dispatcher in self.dispatchers:
+            cursor = dispatcher.cursor
+            was_connected = [c for c in dispatcher.consumers if c.connected]
+            for consumer in was_connected:
+                consumer.take_back()
+            dispatcher.persister.crash()
+            recovered = dispatcher.persister.recover()
+            self._compare_recovery(dispatcher, recovered)
+            cursor.restore(recovered)
+            dispatcher.replay.clear()
+            dispatcher.reset_tracker()
+            dispatcher.paused_since = None
+            dispatcher.waiting = False
+            if dispatcher.active:
+                dispatcher.active = False
+                dispatcher.topic.cursors.remove(cursor.name)
+            for consumer in was_connected:
+                consumer.connect()
+            dispatcher.consumers_changed()
+            if was_connected:
+                self._set_active(dispatcher, True)
+        for topic in self.topics:
+            self.cache.open_ledger(topic.name, topic.cursors)
+        for dispatcher in self.dispatchers:
+            dispatcher.wake()
+
+    def _compare_recovery(self, dispatcher: Dispatcher, recovered: RecoveredAckState) -> None:
+        """Count what the restart will redeliver, and any claim of an ack that never happened."""
+        truth = dispatcher.cursor
+        claimed = Cursor("recovered", truth.ledger, recovered.mark_delete)
+        claimed.restore(recovered)
+        lost = 0
+        for pos in _positions_claimed_beyond(claimed, truth):
+            lost += truth.ledger.ledgers[pos[0]].batch[pos[1]]
+        self.counters.lost += lost
+        dispatcher.restart_acked = set(_positions_claimed_beyond(truth, claimed))
+
+    # ---- running ------------------------------------------------------------------------------
+
+    @property
+    def end_ns(self) -> int:
+        return self._end_ns
+
+    def finish(self) -> dict[str, float]:
+        """Close out paused time and compute the broker's metrics."""
+        now = self.loop.now_ns()
+        c = self.counters
+        for dispatcher in self.dispatchers:
+            if dispatcher.paused_since is not None:
+                c.dispatch_paused_ns += now - dispatcher.paused_since
+                dispatcher.paused_since = None
+        metrics: dict[str, float] = {
+            k: v for k, v in c.as_dict().items() if k not in ("dispatch_paused_ns",)
+        }
+        metrics["dispatch_paused_ms"] = c.dispatch_paused_ns / MS
+        unacked = 0
+        for dispatcher in self.dispatchers:
+            cursor = dispatcher.cursor
+            batch = cursor.ledger.ledgers
+            unacked += sum(
+                batch[p[0]].batch[p[1]] for p in _positions_after(cursor) if not cursor.is_acked(*p)
+            )
+        metrics["unacked_at_end"] = unacked
+        metrics["latency_p50_ms"], metrics["latency_p99_ms"] = _percentiles(
+            self.latency_ms, (0.5, 0.99)
+        )
+        metrics["ack_bytes_per_ack"] = c.ack_persisted_bytes / c.acked if c.acked else 0.0
+        return metrics
+
+
+def _new_tracker(
+    factory: DelayedDeliveryTrackerFactory, topic: str, subscription: str, wake: Callable[[], None]
+) -> DelayedDeliveryTracker:
+    return factory.new_tracker(topic, subscription, wake)
+
+
+def _positions_after(cursor: Cursor) -> Iterator[Position]:
+    ml = cursor.ledger
+    pos = ml.normalize(ml.next_position(cursor.md))
+    last = ml.last_position
+    while pos <= last:
+        yield pos
+        pos = ml.normalize(ml.next_position(pos))
+
+
+def _positions_claimed_beyond(claimer: Cursor, reference: Cursor) -> Iterator[Position]:
+    """Positions ``claimer`` holds as acknowledged that ``reference`` does not."""
+    ml = reference.ledger
+    if claimer.md > reference.md:
+        pos = ml.normalize(ml.next_position(reference.md))
+        while pos <= claimer.md:
+            if not reference.is_acked(*pos):
+                yield pos
+            pos = ml.normalize(ml.next_position(pos))
+    for ledger_id, entries in claimer.acked.items():
+        for entry_id in entries:
+            if not reference.is_acked(ledger_id, entry_id):
+                yield (ledger_id, entry_id)
+
+
+def _percentiles(hist: dict[int, int], qs: tuple[float, ...]) -> tuple[float, ...]:
+    total = sum(hist.values())
+    if not total:
+        return tuple(0.0 for _ in qs)
+    out: list[float] = []
+    keys = sorted(hist)
+    for q in qs:
+        target = q * total
+        running = 0
+        for k in keys:
+            running += hist[k]
+            if running >= target:
+                out.append(float(k))
+                break
+    return tuple(out)

@@ -1,0 +1,185 @@
+"""A durable cursor: read position, mark-delete position and the individually acknowledged set.
+
+The cursor is the broker's truth about what a subscription acknowledged. Persisters see it through
+the read-only :class:`~brokerlab.protocols.AckState` protocol, which this class satisfies.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+
+from brokerlab.broker.ledger import ManagedLedger
+from brokerlab.protocols import BatchAck, Position, RecoveredAckState
+
+__all__ = ["Cursor", "runs"]
+
+
+def runs(entry_ids: Iterable[int]) -> list[tuple[int, int]]:
+    """Maximal runs of consecutive ids as ``(first, last)`` pairs, ascending."""
+    out: list[tuple[int, int]] = []
+    for e in sorted(entry_ids):
+        if out and e == out[-1][1] + 1:
+            out[-1] = (out[-1][0], e)
+        else:
+            out.append((e, e))
+    return out
+
+
+class Cursor:
+    """Acknowledgement state of one subscription on one managed ledger.
+
+    ``acked`` maps a ledger id to the entry ids acknowledged individually after the mark-delete
+    position; the range count (Pulsar's ``IDM.size()``: runs of consecutive entries, per ledger) is
+    kept up to date on every change rather than recomputed.
+    """
+
+    __slots__ = (
+        "_batch",
+        "_properties",
+        "_ranges",
+        "acked",
+        "ledger",
+        "md",
+        "name",
+        "read_position",
+    )
+
+    def __init__(self, name: str, ledger: ManagedLedger, start: Position) -> None:
+        self.name = name
+        self.ledger = ledger
+        self.md: Position = start
+        self.read_position: Position = ledger.next_position(start)
+        self.acked: dict[int, set[int]] = {}
+        self._ranges = 0
+        self._batch: dict[Position, BatchAck] = {}
+        self._properties: dict[str, str] = {}
+
+    # ---- AckState ----------------------------------------------------------------------------
+
+    @property
+    def mark_delete(self) -> Position:
+        return self.md
+
+    def range_count(self) -> int:
+        return self._ranges
+
+    def acked_ranges(self) -> Sequence[tuple[Position, Position]]:
+        return [
+            ((ledger_id, first - 1), (ledger_id, last))
+            for ledger_id in sorted(self.acked)
+            for first, last in runs(self.acked[ledger_id])
+        ]
+
+    def batch_acks(self) -> Mapping[Position, BatchAck]:
+        return self._batch
+
+    def subscription_properties(self) -> Mapping[str, str]:
+        return self._properties
+
+    def mark_delete_properties(self) -> Mapping[str, int]:
+        return {}
+
+    # ---- queries -----------------------------------------------------------------------------
+
+    def is_acked(self, ledger_id: int, entry_id: int) -> bool:
+        if (ledger_id, entry_id) <= self.md:
+            return True
+        s = self.acked.get(ledger_id)
+        return s is not None and entry_id in s
+
+    def acked_count(self) -> int:
+        """Entries acknowledged individually after the mark-delete position."""
+        return sum(len(s) for s in self.acked.values())
+
+    def backlog(self) -> int:
+        """Entries after the mark-delete position not yet acknowledged."""
+        return self.ledger.entries_after(self.md) - self.acked_count()
+
+    # ---- changes -----------------------------------------------------------------------------
+
+    def ack(self, ledger_id: int, entry_id: int) -> bool:
+        """Acknowledge one entry individually; returns whether it was not acknowledged before."""
+        if (ledger_id, entry_id) <= self.md:
+            return False
+        s = self.acked.get(ledger_id)
+        if s is None:
+            s = self.acked[ledger_id] = set()
+        elif entry_id in s:
+            return False
+        s.add(entry_id)
+        self._batch.pop((ledger_id, entry_id), None)
+        self._ranges += 1 - ((entry_id - 1) in s) - ((entry_id + 1) in s)
+        md_ledger, md_entry = self.md
+        if (ledger_id == md_ledger and entry_id == md_entry + 1) or (
+            entry_id == 0 and self.ledger.next_position(self.md) == (ledger_id, 0)
+        ):
+            self._advance_mark_delete()
+        return True
+
+    def ack_batch_partially(self, position: Position, batch_size: int, unacked_mask: int) -> None:
+        """Some indexes of a batch entry were acked; the bits set in ``unacked_mask`` were not."""
+        if not self.is_acked(*position):
+            self._batch[position] = BatchAck(batch_size, unacked_mask)
+
+    def ack_cumulative(self, position: Position) -> int:
+        """Acknowledge everything up to ``position``; returns how many entries were newly acked."""
+        if position <= self.md:
+            return 0
+        newly = self.ledger.index_of(position) - self.ledger.index_of(self.md)
+        for ledger_id in [lid for lid in self.acked if lid <= position[0]]:
+            s = self.acked[ledger_id]
+            below = {e for e in s if (ledger_id, e) <= position}
+            newly -= len(below)
+            self._ranges -= len(runs(s)) - len(runs(s - below))
+            s -= below
+            if not s:
+                del self.acked[ledger_id]
+        for pos in [p for p in self._batch if p <= position]:
+            del self._batch[pos]
+        self.md = position
+        self._advance_mark_delete()
+        return newly
+
+    def _advance_mark_delete(self) -> None:
+        """Move the mark-delete over acknowledged entries that now follow it directly."""
+        ledger = self.ledger
+        nxt = ledger.next_position(self.md)
+        while True:
+            s = self.acked.get(nxt[0])
+            if s is None or nxt[1] not in s:
+                break
+            # The whole run starting at ``nxt`` is consumed: one range fewer.
+            ledger_id, entry_id = nxt
+            while entry_id in s:
+                s.discard(entry_id)
+                entry_id += 1
+            self._ranges -= 1
+            if not s:
+                del self.acked[ledger_id]
+            self.md = (ledger_id, entry_id - 1)
+            nxt = ledger.next_position(self.md)
+        if self.read_position <= self.md:
+            self.read_position = nxt
+
+    def restore(self, state: RecoveredAckState) -> None:
+        """Replace the whole state with what a persister recovered (after a restart)."""
+        self.md = state.mark_delete
+        self.acked = {}
+        self._ranges = 0
+        for (ledger_id, lower), (_, upper) in state.acked_ranges:
+            s = self.acked.setdefault(ledger_id, set())
+            s.update(range(lower + 1, upper + 1))
+        for s in self.acked.values():
+            self._ranges += len(runs(s))
+        self._batch = dict(state.batch_acks)
+        self.read_position = self.ledger.next_position(self.md)
+        self._advance_mark_delete()
+        self.read_position = self.ledger.next_position(self.md)
+
+    def snapshot(self) -> RecoveredAckState:
+        """The true state, in the form a perfect persister would recover it."""
+        return RecoveredAckState(
+            mark_delete=self.md,
+            acked_ranges=tuple(self.acked_ranges()),
+            batch_acks=dict(self._batch),
+        )

@@ -1,0 +1,367 @@
+"""A subscription's dispatcher: reads entries through the cache and hands them to consumers.
+
+It follows Pulsar's persistent dispatchers: it reads in batches of at most
+``dispatcherMaxReadBatchSize`` entries and never more messages than the consumers have permits for;
+it reads the replay queue (redeliveries, Key_Shared entries whose consumer is blocked) before new
+entries; delayed messages go to the delayed-delivery tracker and come back when due; it skips new
+reads while the ack-state persister asks for a pause (Shared and Key_Shared only) or the tracker's
+fixed-delay rule says so. Reads are synchronous: the model has no read latency.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from brokerlab.broker.consumer import Consumer
+from brokerlab.broker.cursor import Cursor
+from brokerlab.broker.ledger import NO_KEY
+from brokerlab.broker.replay import ReplayQueue
+from brokerlab.broker.streams import stream
+from brokerlab.protocols import (
+    AckStatePersister,
+    DelayedDeliveryTracker,
+    Position,
+)
+
+if TYPE_CHECKING:
+    from brokerlab.broker.broker import Broker, Topic
+
+__all__ = ["Dispatcher"]
+
+# Pulsar's keySharedLookAheadMsgInReplayThresholdPerSubscription default: new reads stop while the
+# replay queue of a Key_Shared subscription holds this many entries.
+KEY_SHARED_LOOKAHEAD = 10_000
+
+MULTI_CONSUMER = ("Shared", "Key_Shared")
+
+# Where a dispatched entry came from.
+NEW, REPLAY, DELAYED = 0, 1, 2
+
+
+class Dispatcher:
+    """Dispatches one subscription's entries. The broker model's hot path lives here."""
+
+    def __init__(
+        self,
+        broker: Broker,
+        topic: Topic,
+        name: str,
+        kind: str,
+        cursor: Cursor,
+        persister: AckStatePersister,
+        new_tracker: Callable[[Callable[[], None]], DelayedDeliveryTracker],
+    ) -> None:
+        self.broker = broker
+        self.topic = topic
+        self.name = name
+        self.kind = kind
+        self.cursor = cursor
+        self.persister = persister
+        self.consumers: list[Consumer] = []
+        self.replay: ReplayQueue[Consumer] = ReplayQueue()
+        self.connected: list[Consumer] = []
+        self.delayed_outstanding: dict[Position, int] = {}
+        self.restart_acked: set[Position] = set()
+        self.paused_since: int | None = None
+        self.active = False
+        self.waiting = False
+        self._rng: np.random.Generator | None = None
+        self._reading = False
+        self._rr = 0
+        self._new_tracker = new_tracker
+        self.tracker = new_tracker(self.wake)
+
+    # ---- wiring -------------------------------------------------------------------------------
+
+    @property
+    def rng(self) -> np.random.Generator:
+        """The consumers' decisions (ack holes, negative acks); created on first use."""
+        if self._rng is None:
+            self._rng = stream(self.broker.seed, "consumers", self.topic.name, self.name)
+        return self._rng
+
+    def wake(self) -> None:
+        """Ask for a read at the current instant (timers, flow permits, new entries)."""
+        self.broker.loop.at(self.broker.loop.now_ns(), self.read_more)
+
+    def reset_tracker(self) -> None:
+        self.tracker.close()
+        self.tracker = self._new_tracker(self.wake)
+        self.delayed_outstanding.clear()
+
+    def consumers_changed(self) -> None:
+        """A consumer connected or left: refresh the connected list and Key_Shared ownership."""
+        self.connected = [c for c in self.consumers if c.connected]
+        if self.kind == "Key_Shared":
+            self.replay.reassign(self._owner_of_key)
+
+    def _owner_of_key(self, key: int) -> Consumer | None:
+        consumers = self.connected
+        if not consumers:
+            return None
+        return consumers[(key if key != NO_KEY else 0) % len(consumers)]
+
+    def _permits(self) -> int:
+        if self.kind in MULTI_CONSUMER:
+            return sum(c.permits for c in self.connected if c.permits > 0)
+        return self.connected[0].permits if self.connected else 0
+
+    # ---- reading ------------------------------------------------------------------------------
+
+    def read_more(self) -> None:
+        """Read and dispatch until permits, entries or reasons to read run out."""
+        if self._reading:
+            return
+        if self.waiting and not self.replay and not self.tracker.has_message_available():
+            return  # caught up: the next publish wakes us
+        self._reading = True
+        try:
+            tried_replay = False
+            while True:
+                budget = self._permits()
+                if budget <= 0:
+                    return
+                limit = min(self.broker.max_read_batch, budget)
+                if self.replay and not tried_replay:
+                    tried_replay = True
+                    if self._read_replay(limit):
+                        tried_replay = False
+                        continue
+                tracker = self.tracker
+                if tracker.has_message_available():
+                    due = tracker.get_scheduled_messages(limit)
+                    if due:
+                        self._read_positions(due, from_tracker=True)
+                        continue
+                if self.paused_since is not None or tracker.should_pause_all_deliveries():
+                    return
+                if self.kind == "Key_Shared" and len(self.replay) >= KEY_SHARED_LOOKAHEAD:
+                    return
+                if not self._read_new(limit, budget):
+                    return
+        finally:
+            self._reading = False
+
+    def _read_new(self, limit: int, budget: int) -> bool:
+        """One normal read from the cursor's read position; False when there is nothing to read."""
+        ml = self.topic.ledger
+        cursor = self.cursor
+        ledger_id, first = ml.normalize(cursor.read_position)
+        ledger = ml.ledgers[ledger_id]
+        end = len(ledger.sizes)
+        acked = cursor.acked.get(ledger_id)
+        if acked is not None:
+            # The cursor skips acknowledged entries at the start of a read, as Pulsar's does.
+            while first in acked:
+                first += 1
+        if first >= end:
+            cursor.read_position = (ledger_id, first)
+            self.waiting = True
+            return False
+        batch = ledger.batch
+        last = first
+        messages = batch[first]
+        stop = min(end, first + limit)
+        while last + 1 < stop and messages + batch[last + 1] <= budget:
+            last += 1
+            messages += batch[last]
+        self._fetch(ledger_id, first, last)
+        cursor.read_position = (ledger_id, last + 1)
+        if last + 1 == end and ledger is ml.current:
+            self.waiting = True
+        if self.active:
+            self.topic.cursors.update(cursor.name, cursor.read_position)
+            self.broker.cache.cursors_changed(self.topic.name)
+        self._dispatch_range(ledger_id, first, last, NEW)
+        return True
+
+    def _fetch(self, ledger_id: int, first: int, last: int) -> None:
+        """Read ``first..last`` of one ledger through the cache, counting storage reads."""
+        broker = self.broker
+        topic = self.topic.name
+        misses = broker.cache.read(topic, ledger_id, first, last, self.cursor.name)
+        if misses:
+            sizes = self.topic.ledger.ledgers[ledger_id].sizes
+            miss_sizes = [sizes[e] for e in misses]
+            broker.counters.storage_entries_read += len(misses)
+            broker.counters.storage_bytes_read += sum(miss_sizes)
+            broker.cache.storage_read(topic, ledger_id, misses, miss_sizes, self.cursor.name)
+
+    def _read_replay(self, limit: int) -> bool:
+        """Read the lowest replay positions a consumer can take now; whether any was dispatched.
+
+        For Key_Shared only positions whose key's consumer has permits are read, so a blocked key
+        is not read again until its consumer can take it, as Pulsar's Key_Shared dispatcher skips
+        the hashes of consumers without permits.
+        """
+        if self.kind != "Key_Shared":
+            chosen = self.replay.first(limit)
+        else:
+            ready = [c for c in self.connected if c.permits > 0]
+            chosen = self.replay.first_owned_by(ready, limit)
+        return bool(chosen) and self._read_positions(chosen, from_tracker=False) > 0
+
+    def _read_positions(self, positions: Iterable[Position], *, from_tracker: bool) -> int:
+        """Read given positions (replay or due delayed messages), grouped in contiguous runs."""
+        dispatched = 0
+        run: list[Position] = []
+        for pos in sorted(positions):
+            if run and (pos[0] != run[-1][0] or pos[1] != run[-1][1] + 1):
+                dispatched += self._read_run(run, from_tracker)
+                run = []
+            run.append(pos)
+        if run:
+            dispatched += self._read_run(run, from_tracker)
+        return dispatched
+
+    def _read_run(self, run: list[Position], from_tracker: bool) -> int:
+        ledger_id, first = run[0]
+        last = run[-1][1]
+        self._fetch(ledger_id, first, last)
+        if from_tracker:
+            self._check_delayed_returns(run)
+        return self._dispatch_range(ledger_id, first, last, DELAYED if from_tracker else REPLAY)
+
+    # ---- dispatching --------------------------------------------------------------------------
+
+    def _dispatch_range(self, ledger_id: int, first: int, last: int, source: int) -> int:
+        """Hand entries ``first..last`` to consumers; returns how many were dispatched."""
+        broker = self.broker
+        counters = broker.counters
+        cache = broker.cache
+        topic = self.topic.name
+        ledger = self.topic.ledger.ledgers[ledger_id]
+        cursor = self.cursor
+        acked = cursor.acked.get(ledger_id)
+        md = cursor.md
+        tracker = self.tracker
+        now_ms = broker.clock.now_ms()
+        kind = self.kind
+        consumers = self.connected
+        replay = self.replay
+        dispatched = 0
+        replayed = source == REPLAY
+        for entry_id in range(first, last + 1):
+            pos = (ledger_id, entry_id)
+            cache.released(topic, pos)
+            if pos <= md or (acked is not None and entry_id in acked):
+                if source != NEW:
+                    # An acknowledged entry in the replay queue is a broker bug, not behaviour.
+                    counters.delivered_after_ack += ledger.batch[entry_id]
+                    replay.discard(pos)
+                continue
+            deliver_at = ledger.deliver_at_ms[entry_id]
+            if (
+                deliver_at
+                and source == NEW
+                and deliver_at > now_ms
+                and tracker.add_message(ledger_id, entry_id, deliver_at)
+            ):
+                counters.delayed_messages += 1
+                self.delayed_outstanding[pos] = self.delayed_outstanding.get(pos, 0) + 1
+                continue
+            messages = ledger.batch[entry_id]
+            key = ledger.keys[entry_id]
+            if kind == "Key_Shared":
+                target = self._owner_of_key(key)
+                # A new entry of a key that already waits in the replay queue waits behind it.
+                if (
+                    target is None
+                    or target.permits < messages
+                    or (not replayed and replay.has_key(key))
+                ):
+                    self._defer(pos, key)
+                    continue
+            elif kind == "Shared":
+                target = self._next_shared(consumers, messages)
+                if target is None:
+                    self._defer(pos, key)
+                    continue
+            else:
+                target = consumers[0] if consumers else None
+                if target is None:
+                    self._defer(pos, key)
+                    continue
+            if replayed and replay.discard(pos):
+                counters.redelivered += messages
+            target.permits -= messages
+            target.queue.append((ledger_id, entry_id, messages, ledger.publish_ns[entry_id], key))
+            target.pending[pos] = messages
+            counters.delivered += messages
+            if self.restart_acked and pos in self.restart_acked:
+                self.restart_acked.discard(pos)
+                counters.redelivered_after_restart += messages
+            dispatched += 1
+            if not target.busy:
+                broker.start_processing(self, target)
+        return dispatched
+
+    def _next_shared(self, consumers: list[Consumer], messages: int) -> Consumer | None:
+        n = len(consumers)
+        for i in range(n):
+            c = consumers[(self._rr + i) % n]
+            if c.permits >= messages:
+                self._rr = (self._rr + i + 1) % n
+                return c
+        return None
+
+    def _queue(self, pos: Position, key: int, *, redelivery: bool) -> None:
+        owner = self._owner_of_key(key) if self.kind == "Key_Shared" else None
+        if self.replay.add(pos, key, owner, redelivery=redelivery):
+            # One more read of this entry is now expected (PIP-430's replay increment).
+            self.broker.cache.replayed(self.topic.name, pos)
+
+    def _defer(self, pos: Position, key: int) -> None:
+        """No consumer can take ``pos`` now; it waits in the replay queue (not a redelivery)."""
+        self._queue(pos, key, redelivery=False)
+
+    def redeliver(self, positions: Iterable[Position]) -> None:
+        """Put dispatched positions back (negative acks, a consumer that left)."""
+        cursor = self.cursor
+        ledgers = self.topic.ledger.ledgers
+        for pos in positions:
+            if not cursor.is_acked(*pos):
+                self._queue(pos, ledgers[pos[0]].keys[pos[1]], redelivery=True)
+
+    # ---- delayed-delivery checks ----------------------------------------------------------------
+
+    def _check_delayed_returns(self, run: list[Position]) -> None:
+        """Early and duplicate returns, measured by the dispatcher so no tracker can hide them."""
+        broker = self.broker
+        counters = broker.counters
+        now_ms = broker.clock.now_ms()
+        allowance = 0 if broker.delayed_strict else broker.delayed_tick_ms
+        ledgers = self.topic.ledger.ledgers
+        outstanding = self.delayed_outstanding
+        for pos in run:
+            left = outstanding.get(pos, 0)
+            if left <= 0:
+                counters.delayed_duplicate_deliveries += 1
+            elif left == 1:
+                del outstanding[pos]
+            else:
+                outstanding[pos] = left - 1
+            earliness = ledgers[pos[0]].deliver_at_ms[pos[1]] - allowance - now_ms
+            if earliness > 0:
+                counters.delayed_early_deliveries += 1
+                counters.delayed_max_earliness_ms = max(
+                    counters.delayed_max_earliness_ms, earliness
+                )
+
+    # ---- pause --------------------------------------------------------------------------------
+
+    def check_pause(self) -> None:
+        """Re-evaluate the ack-state pause after acknowledgements (multi-consumer only)."""
+        if self.kind not in MULTI_CONSUMER:
+            return
+        pause = self.persister.should_pause_dispatch(self.cursor)
+        now = self.broker.clock.now_ns()
+        if pause and self.paused_since is None:
+            self.paused_since = now
+        elif not pause and self.paused_since is not None:
+            self.broker.counters.dispatch_paused_ns += now - self.paused_since
+            self.paused_since = None
+            self.wake()

@@ -1,0 +1,139 @@
+"""A topic's managed ledger: a sequence of ledgers holding entries, with rollover.
+
+Entries are stored column-wise (one list per attribute per ledger) so that appending and reading
+create no per-entry objects. A position is ``(ledger_id, entry_id)``.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from brokerlab.protocols import Position
+
+__all__ = ["Ledger", "LedgerIds", "ManagedLedger"]
+
+NO_KEY = -1
+
+
+class LedgerIds:
+    """Hands out ledger ids across the broker, as BookKeeper does: unique and increasing."""
+
+    def __init__(self, first: int = 1) -> None:
+        self._next = first
+
+    def next(self) -> int:
+        value = self._next
+        self._next += 1
+        return value
+
+
+@dataclass(slots=True)
+class Ledger:
+    """One ledger's entries, column-wise. ``deliver_at_ms`` is 0 for a message without delay."""
+
+    ledger_id: int
+    sizes: list[int] = field(default_factory=list)
+    publish_ns: list[int] = field(default_factory=list)
+    keys: list[int] = field(default_factory=list)
+    batch: list[int] = field(default_factory=list)
+    deliver_at_ms: list[int] = field(default_factory=list)
+
+    def __len__(self) -> int:
+        return len(self.sizes)
+
+
+class ManagedLedger:
+    """The entries of one topic, split into ledgers of at most ``max_entries_per_ledger`` entries.
+
+    A new ledger is opened when the current one is full, on the next append (Pulsar's
+    ``managedLedgerMaxEntriesPerLedger``; the time-based rollover rules are not modelled).
+    """
+
+    __slots__ = ("_first_index", "_ids", "_order", "ledgers", "max_entries_per_ledger", "topic")
+
+    def __init__(self, topic: str, ids: LedgerIds, max_entries_per_ledger: int) -> None:
+        self.topic = topic
+        self._ids = ids
+        self.max_entries_per_ledger = max_entries_per_ledger
+        self.ledgers: dict[int, Ledger] = {}
+        # Ledger ids in order and the global index of each ledger's first entry, for backlog counts.
+        self._first_index: list[int] = []
+        self._order: list[int] = []
+        self._open_new_ledger()
+
+    def _open_new_ledger(self) -> Ledger:
+        ledger = Ledger(self._ids.next())
+        start = self._first_index[-1] + len(self.current) if self._first_index else 0
+        self.ledgers[ledger.ledger_id] = ledger
+        self._order.append(ledger.ledger_id)
+        self._first_index.append(start)
+        return ledger
+
+    @property
+    def current(self) -> Ledger:
+        return self.ledgers[self._order[-1]]
+
+    def append(
+        self, size: int, publish_ns: int, key: int = NO_KEY, batch: int = 1, deliver_at_ms: int = 0
+    ) -> Position:
+        """Persist one entry; returns its position."""
+        ledger = self.current
+        if len(ledger.sizes) >= self.max_entries_per_ledger:
+            ledger = self._open_new_ledger()
+        ledger.sizes.append(size)
+        ledger.publish_ns.append(publish_ns)
+        ledger.keys.append(key)
+        ledger.batch.append(batch)
+        ledger.deliver_at_ms.append(deliver_at_ms)
+        return (ledger.ledger_id, len(ledger.sizes) - 1)
+
+    # ---- positions ---------------------------------------------------------------------------
+
+    @property
+    def first_position(self) -> Position:
+        """The position before the first entry, ``(first ledger, -1)``: "nothing acked"."""
+        return (self._order[0], -1)
+
+    @property
+    def last_position(self) -> Position:
+        """The last persisted entry, or ``(current ledger, -1)`` when it holds none yet."""
+        ledger = self.current
+        return (ledger.ledger_id, len(ledger.sizes) - 1)
+
+    def next_position(self, position: Position) -> Position:
+        """The position after ``position``; at the end of a closed ledger, entry 0 of the next one.
+
+        Past the last entry this is ``(current ledger, n)``: where the next append will land, unless
+        that append rolls the ledger over (:meth:`normalize` fixes that up when it happens).
+        """
+        ledger_id, entry_id = position
+        if entry_id + 1 < len(self.ledgers[ledger_id].sizes) or ledger_id == self._order[-1]:
+            return (ledger_id, entry_id + 1)
+        return (self._order[self._order.index(ledger_id) + 1], 0)
+
+    def normalize(self, position: Position) -> Position:
+        """Move a read position that points past the end of a closed ledger to the next ledger."""
+        ledger_id, entry_id = position
+        if ledger_id != self._order[-1] and entry_id >= len(self.ledgers[ledger_id].sizes):
+            return (self._order[self._order.index(ledger_id) + 1], 0)
+        return position
+
+    def index_of(self, position: Position) -> int:
+        """Global entry index (0 = the topic's first entry) of ``position``."""
+        ledger_id, entry_id = position
+        i = bisect.bisect_left(self._order, ledger_id)
+        return self._first_index[i] + entry_id
+
+    def entries_after(self, position: Position) -> int:
+        """How many persisted entries come after ``position``."""
+        ledger = self.current
+        total = self._first_index[-1] + len(ledger.sizes)
+        return total - self.index_of(position) - 1
+
+    def entry_count(self) -> int:
+        return self._first_index[-1] + len(self.current.sizes)
+
+    def ledger_ids(self) -> Iterator[int]:
+        return iter(self._order)

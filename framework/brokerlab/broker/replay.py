@@ -1,0 +1,109 @@
+"""A dispatcher's replay queue: positions to dispatch again, lowest first.
+
+Entries arrive here for two reasons, which the metrics keep apart: a *redelivery* (negative ack,
+a consumer that left) and a *deferral* (no consumer could take the entry when it was read, e.g. a
+Key_Shared key whose consumer has no permits). For Key_Shared the queue also indexes positions by
+the consumer that owns their key, so finding what the consumers with permits can take costs
+O(consumers + batch), not a scan over every blocked entry.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from heapq import merge
+from itertools import islice
+from typing import Generic, TypeVar
+
+from sortedcontainers import SortedSet
+
+from brokerlab.protocols import Position
+
+__all__ = ["ReplayQueue"]
+
+Owner = TypeVar("Owner")
+
+
+class ReplayQueue(Generic[Owner]):
+    """Sorted positions with their keys, redelivery marks and (optionally) owners."""
+
+    def __init__(self) -> None:
+        self._reset()
+
+    def _reset(self) -> None:
+        self._positions = SortedSet()
+        self._keys: dict[Position, int] = {}
+        self._redeliveries: set[Position] = set()
+        self._by_owner: dict[Owner | None, SortedSet] = {}
+        self._owner_of: dict[Position, Owner | None] = {}
+        self._key_counts: dict[int, int] = {}
+
+    def __len__(self) -> int:
+        return len(self._positions)
+
+    def __bool__(self) -> bool:
+        return bool(self._positions)
+
+    def __contains__(self, position: object) -> bool:
+        return position in self._keys
+
+    def __iter__(self) -> Iterator[Position]:
+        return iter(self._positions)
+
+    def add(self, position: Position, key: int, owner: Owner | None, *, redelivery: bool) -> bool:
+        """Queue ``position``; returns False when it was queued already."""
+        if position in self._keys:
+            if redelivery:
+                self._redeliveries.add(position)
+            return False
+        self._positions.add(position)
+        self._keys[position] = key
+        self._key_counts[key] = self._key_counts.get(key, 0) + 1
+        if redelivery:
+            self._redeliveries.add(position)
+        self._owner_of[position] = owner
+        self._by_owner.setdefault(owner, SortedSet()).add(position)
+        return True
+
+    def discard(self, position: Position) -> bool:
+        """Take ``position`` out; returns whether it was queued as a redelivery."""
+        key = self._keys.pop(position, None)
+        if key is None:
+            return False
+        self._positions.discard(position)
+        left = self._key_counts[key] - 1
+        if left:
+            self._key_counts[key] = left
+        else:
+            del self._key_counts[key]
+        owner = self._owner_of.pop(position)
+        owned = self._by_owner[owner]
+        owned.discard(position)
+        if not owned:
+            del self._by_owner[owner]
+        if position in self._redeliveries:
+            self._redeliveries.discard(position)
+            return True
+        return False
+
+    def has_key(self, key: int) -> bool:
+        """Whether some entry with ``key`` waits here (a later one must wait behind it)."""
+        return key in self._key_counts
+
+    def first(self, limit: int) -> list[Position]:
+        return list(islice(self._positions, limit))
+
+    def first_owned_by(self, owners: Iterable[Owner], limit: int) -> list[Position]:
+        """The lowest ``limit`` positions whose owner is one of ``owners``."""
+        sets = [self._by_owner[o] for o in owners if o in self._by_owner]
+        return list(islice(merge(*sets), limit))
+
+    def reassign(self, owner_of_key: Callable[[int], Owner | None]) -> None:
+        """Recompute every position's owner (the set of consumers changed)."""
+        self._by_owner = {}
+        for position in self._positions:
+            owner = owner_of_key(self._keys[position])
+            self._owner_of[position] = owner
+            self._by_owner.setdefault(owner, SortedSet()).add(position)
+
+    def clear(self) -> None:
+        self._reset()

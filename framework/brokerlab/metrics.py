@@ -1,0 +1,355 @@
+"""The one registry of metric names: unit, kind and meaning of every number a simulation reports.
+
+Plugins report through ``stats()`` and the broker model through its own counters; both may only use
+names registered here, so results, reports and ``docs/metrics.md`` (generated from this table)
+always agree on what a number means.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+__all__ = ["METRICS", "Metric", "invariants", "metric"]
+
+Kind = Literal["counter", "gauge", "ratio", "latency"]
+
+
+@dataclass(frozen=True)
+class Metric:
+    """A reported number. ``invariant`` metrics must be zero in every correct run."""
+
+    name: str
+    unit: str
+    kind: Kind
+    description: str
+    group: str
+    invariant: bool = False
+
+
+_TABLE: tuple[Metric, ...] = (
+    # -- messages ------------------------------------------------------------------------------
+    Metric("published", "messages", "counter", "Messages published by producers.", "messages"),
+    Metric(
+        "published_entries",
+        "entries",
+        "counter",
+        "Entries (batches) written to the managed ledgers.",
+        "messages",
+    ),
+    Metric(
+        "delivered",
+        "messages",
+        "counter",
+        "Messages dispatched to consumers, redeliveries included.",
+        "messages",
+    ),
+    Metric(
+        "acked",
+        "messages",
+        "counter",
+        "Messages acknowledged by consumers (first acknowledgement only).",
+        "messages",
+    ),
+    Metric(
+        "redelivered",
+        "messages",
+        "counter",
+        "Messages dispatched again: negative acks, consumer disconnects and restarts.",
+        "messages",
+    ),
+    Metric(
+        "redelivered_after_restart",
+        "messages",
+        "counter",
+        "Messages acknowledged before a broker restart and dispatched again after it, because the persisted ack state did not record them.",
+        "messages",
+    ),
+    Metric(
+        "unacked_at_end",
+        "messages",
+        "gauge",
+        "Messages published but not acknowledged by every subscription when the run ends.",
+        "messages",
+    ),
+    Metric(
+        "lost",
+        "messages",
+        "counter",
+        "Messages a subscription will never receive: recovered as acknowledged without having been acknowledged. Must be zero.",
+        "invariants",
+        invariant=True,
+    ),
+    Metric(
+        "delivered_after_ack",
+        "messages",
+        "counter",
+        "Messages dispatched to a subscription after that subscription acknowledged them (outside a restart). Must be zero.",
+        "invariants",
+        invariant=True,
+    ),
+    Metric(
+        "delayed_early_deliveries",
+        "messages",
+        "counter",
+        "Delayed messages handed out before their deliver-at time (strict mode) or more than one tick before it (non-strict). Must be zero for a faithful tracker.",
+        "invariants",
+        invariant=True,
+    ),
+    Metric(
+        "latency_p50_ms",
+        "ms",
+        "latency",
+        "Median end-to-end latency (publish to consumer processing), virtual time.",
+        "latency",
+    ),
+    Metric(
+        "latency_p99_ms",
+        "ms",
+        "latency",
+        "99th percentile end-to-end latency, virtual time.",
+        "latency",
+    ),
+    # -- entry cache ---------------------------------------------------------------------------
+    Metric("cache_hits", "entries", "counter", "Entries served from the entry cache.", "cache"),
+    Metric(
+        "cache_misses", "entries", "counter", "Entries the entry cache could not serve.", "cache"
+    ),
+    Metric(
+        "cache_hit_ratio", "ratio", "ratio", "cache_hits / (cache_hits + cache_misses).", "cache"
+    ),
+    Metric(
+        "storage_entries_read",
+        "entries",
+        "counter",
+        "Entries read from storage (BookKeeper reads).",
+        "cache",
+    ),
+    Metric("storage_bytes_read", "bytes", "counter", "Bytes read from storage.", "cache"),
+    Metric("cache_inserts", "entries", "counter", "Entries inserted into the cache.", "cache"),
+    Metric(
+        "cache_inserts_refused",
+        "entries",
+        "counter",
+        "Inserts refused because the cache was full (legacy cache only).",
+        "cache",
+    ),
+    Metric(
+        "cache_peak_bytes", "bytes", "gauge", "Largest number of bytes the cache held.", "cache"
+    ),
+    Metric(
+        "cache_max_overshoot_bytes",
+        "bytes",
+        "gauge",
+        "Largest excess of cached bytes over the configured limit.",
+        "cache",
+    ),
+    Metric(
+        "cache_evictions_time",
+        "entries",
+        "counter",
+        "Entries evicted because their time to live ran out.",
+        "cache",
+    ),
+    Metric("cache_evictions_size", "entries", "counter", "Entries evicted to free space.", "cache"),
+    Metric(
+        "cache_evictions_invalidation",
+        "entries",
+        "counter",
+        "Entries removed because every reader moved past them.",
+        "cache",
+    ),
+    Metric(
+        "cache_evictions_clear",
+        "entries",
+        "counter",
+        "Entries removed when a cache was cleared or closed.",
+        "cache",
+    ),
+    Metric(
+        "cache_evictions_ledger_deleted",
+        "entries",
+        "counter",
+        "Entries removed with a deleted or trimmed ledger.",
+        "cache",
+    ),
+    Metric(
+        "cache_requeues_accessed",
+        "entries",
+        "counter",
+        "Removal-queue requeues because the entry was recently accessed.",
+        "cache",
+    ),
+    Metric(
+        "cache_requeues_expected_reads",
+        "entries",
+        "counter",
+        "Removal-queue requeues because reads were still expected.",
+        "cache",
+    ),
+    Metric(
+        "cache_eviction_work",
+        "entries",
+        "counter",
+        "Queue slots or cached entries examined by eviction passes (a CPU proxy).",
+        "cache",
+    ),
+    Metric(
+        "cache_ledgers_visited",
+        "ledgers",
+        "counter",
+        "Managed-ledger caches visited by timestamp eviction passes (legacy CPU proxy).",
+        "cache",
+    ),
+    Metric(
+        "cache_non_evictable_bytes",
+        "bytes",
+        "gauge",
+        "Bytes of cached entries with at least one expected read, at the end.",
+        "cache",
+    ),
+    # -- delayed delivery ----------------------------------------------------------------------
+    Metric(
+        "delayed_messages",
+        "messages",
+        "counter",
+        "Messages the delayed-delivery tracker accepted.",
+        "delayed",
+    ),
+    Metric(
+        "delayed_max_earliness_ms",
+        "ms",
+        "gauge",
+        "Largest earliness of an early delayed delivery.",
+        "delayed",
+    ),
+    Metric(
+        "delayed_duplicate_deliveries",
+        "messages",
+        "counter",
+        "Positions returned to a subscription more often than that subscription added them.",
+        "delayed",
+    ),
+    Metric(
+        "delayed_spurious_available",
+        "calls",
+        "counter",
+        "has-message-available answered true, then nothing was scheduled.",
+        "delayed",
+    ),
+    Metric(
+        "delayed_foreign_tick_changes",
+        "events",
+        "counter",
+        "A subscription's tick changed without a tick change of its own.",
+        "delayed",
+    ),
+    Metric(
+        "delayed_index_bytes",
+        "bytes",
+        "gauge",
+        "Peak bytes of the delayed-delivery index (shared index, or the sum over trackers).",
+        "delayed",
+    ),
+    Metric(
+        "delayed_subscription_state_bytes",
+        "bytes",
+        "gauge",
+        "Peak bytes of per-subscription tracker state (topic-level tracker only).",
+        "delayed",
+    ),
+    Metric(
+        "delayed_index_positions",
+        "positions",
+        "gauge",
+        "Peak (bucket, position) pairs stored in the index.",
+        "delayed",
+    ),
+    Metric(
+        "delayed_pulsar_memory_bytes",
+        "bytes",
+        "gauge",
+        "Peak of the trackers' own memory estimate, as Pulsar reports it.",
+        "delayed",
+    ),
+    Metric(
+        "delayed_prunes",
+        "passes",
+        "counter",
+        "Prune passes that removed something (topic-level tracker).",
+        "delayed",
+    ),
+    Metric(
+        "delayed_timer_wakeups",
+        "wakeups",
+        "counter",
+        "Dispatcher read wake-ups requested by delayed-delivery timers.",
+        "delayed",
+    ),
+    # -- ack state -----------------------------------------------------------------------------
+    Metric(
+        "ack_persists",
+        "writes",
+        "counter",
+        "Cursor ack-state writes (cursor-ledger entries and metadata-store nodes).",
+        "ack_state",
+    ),
+    Metric(
+        "ack_persisted_bytes",
+        "bytes",
+        "counter",
+        "Bytes of every cursor ack-state write.",
+        "ack_state",
+    ),
+    Metric(
+        "ack_ranges_dropped",
+        "ranges",
+        "counter",
+        "Acked ranges left out of persists because of a limit, summed over persists.",
+        "ack_state",
+    ),
+    Metric(
+        "ack_write_amplification",
+        "ratio",
+        "ratio",
+        "Bytes written / bytes of the state that changed since the previous persist.",
+        "ack_state",
+    ),
+    Metric(
+        "ack_bytes_per_ack",
+        "bytes",
+        "ratio",
+        "Ack-state bytes written per acknowledgement.",
+        "ack_state",
+    ),
+    Metric(
+        "ack_max_ranges",
+        "ranges",
+        "gauge",
+        "Largest individually-acked range count of any cursor.",
+        "ack_state",
+    ),
+    Metric(
+        "dispatch_paused_ms",
+        "ms",
+        "counter",
+        "Time dispatchers spent paused by the ack-state persister, summed over subscriptions.",
+        "ack_state",
+    ),
+    Metric("broker_restarts", "events", "counter", "Broker restarts simulated.", "ack_state"),
+)
+
+METRICS: dict[str, Metric] = {m.name: m for m in _TABLE}
+
+
+def metric(name: str) -> Metric:
+    """The registered metric ``name``; a KeyError names the unknown metric."""
+    try:
+        return METRICS[name]
+    except KeyError:
+        raise KeyError(f"metric {name!r} is not registered in brokerlab.metrics") from None
+
+
+def invariants() -> list[str]:
+    """Names of the metrics that must be zero in every correct run."""
+    return [m.name for m in _TABLE if m.invariant]

@@ -1,0 +1,80 @@
+"""Text for people: the result table and a progress bar (used by the CLI only)."""
+
+from __future__ import annotations
+
+import time
+from typing import TextIO
+
+from brokerlab.metrics import METRICS
+from brokerlab.simulation import Result
+
+__all__ = ["ProgressBar", "format_result"]
+
+GROUP_TITLES = {
+    "messages": "Messages",
+    "latency": "Latency (virtual time)",
+    "cache": "Entry cache and storage",
+    "delayed": "Delayed delivery",
+    "ack_state": "Ack state",
+    "invariants": "Invariants (must be zero)",
+}
+
+
+def format_result(result: Result) -> str:
+    """A readable table: non-zero metrics by group, and every invariant with its verdict."""
+    lines = [
+        f"profile  {result.profile or '(defaults)'}",
+        f"workload {result.workload}   seed {result.seed}",
+        "plugins  " + ", ".join(f"{k}={v}" for k, v in result.plugins.items() if v),
+    ]
+    for group, title in GROUP_TITLES.items():
+        rows = [
+            m
+            for m in METRICS.values()
+            if m.group == group and (result.metrics.get(m.name) or m.invariant)
+        ]
+        if not rows:
+            continue
+        lines.append("")
+        lines.append(title)
+        for m in rows:
+            value = result.metrics.get(m.name, 0)
+            shown = (
+                f"{value:,.4f}"
+                if isinstance(value, float) and not value.is_integer()
+                else f"{value:,.0f}"
+            )
+            verdict = ("  ok" if not value else "  VIOLATED") if m.invariant else ""
+            lines.append(f"  {m.name:<34} {shown:>18} {m.unit}{verdict}")
+    return "\n".join(lines) + "\n"
+
+
+class ProgressBar:
+    """A one-line bar on a terminal, shown only once a run has taken more than ``after_s``."""
+
+    def __init__(self, stream: TextIO, label: str, after_s: float = 2.0) -> None:
+        self.stream = stream
+        self.label = label
+        self.after_s = after_s
+        self.started = time.monotonic()
+        self.shown = False
+        self.enabled = stream.isatty()
+
+    def update(self, fraction: float) -> None:
+        if not self.enabled:
+            return
+        elapsed = time.monotonic() - self.started
+        if elapsed < self.after_s:
+            return
+        fraction = min(max(fraction, 0.0), 1.0)
+        left = elapsed / fraction - elapsed if fraction > 0 else 0.0
+        filled = int(fraction * 30)
+        bar = "#" * filled + "." * (30 - filled)
+        self.stream.write(f"\r{self.label} [{bar}] {fraction:4.0%}  ~{left:4.0f}s left")
+        self.stream.flush()
+        self.shown = True
+
+    def close(self) -> None:
+        if self.shown:
+            self.stream.write("\n")
+            self.stream.flush()

@@ -1,0 +1,116 @@
+"""The cursor's ack state against a plain set model, and the managed ledger's positions."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from brokerlab.broker.cursor import Cursor, runs
+from brokerlab.broker.ledger import LedgerIds, ManagedLedger
+
+
+def ledger_with(entries: int, per_ledger: int) -> ManagedLedger:
+    ml = ManagedLedger("t", LedgerIds(), per_ledger)
+    for i in range(entries):
+        ml.append(100, i)
+    return ml
+
+
+def reference_state(positions: list[tuple[int, int]], acked: set[tuple[int, int]]):
+    """Mark-delete = last position of the longest acked prefix; the rest as per-ledger runs."""
+    md_index = -1
+    while md_index + 1 < len(positions) and positions[md_index + 1] in acked:
+        md_index += 1
+    rest = [p for p in positions[md_index + 1 :] if p in acked]
+    by_ledger: dict[int, list[int]] = {}
+    for ledger_id, entry_id in rest:
+        by_ledger.setdefault(ledger_id, []).append(entry_id)
+    ranges = sum(len(runs(v)) for v in by_ledger.values())
+    return md_index, rest, ranges
+
+
+def test_rollover_and_next_position() -> None:
+    ml = ledger_with(7, per_ledger=3)
+    ids = list(ml.ledger_ids())
+    assert len(ids) == 3
+    assert ml.next_position((ids[0], 2)) == (ids[1], 0)
+    assert ml.last_position == (ids[2], 0)
+    assert ml.entries_after(ml.first_position) == 7
+    assert ml.entries_after((ids[1], 1)) == 2
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    entries=st.integers(1, 40),
+    per_ledger=st.integers(1, 8),
+    order=st.lists(st.integers(0, 39), max_size=80),
+)
+def test_individual_acks_match_the_set_model(
+    entries: int, per_ledger: int, order: list[int]
+) -> None:
+    ml = ledger_with(entries, per_ledger)
+    positions = []
+    pos = ml.first_position
+    for _ in range(entries):
+        pos = ml.normalize(ml.next_position(pos))
+        positions.append(pos)
+    cursor = Cursor("c", ml, ml.first_position)
+    acked: set[tuple[int, int]] = set()
+    for index in order:
+        if index >= entries:
+            continue
+        p = positions[index]
+        assert cursor.ack(*p) == (p not in acked)
+        acked.add(p)
+        md_index, rest, ranges = reference_state(positions, acked)
+        expected_md = positions[md_index] if md_index >= 0 else ml.first_position
+        assert cursor.md == expected_md
+        assert cursor.range_count() == ranges == len(cursor.acked_ranges())
+        assert sorted((lid, e) for lid, es in cursor.acked.items() for e in es) == rest
+        for q in positions:
+            assert cursor.is_acked(*q) == (q in acked)
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    acks=st.lists(st.integers(0, 29), max_size=30),
+    upto=st.integers(0, 29),
+)
+def test_cumulative_ack_after_individual_acks(acks: list[int], upto: int) -> None:
+    ml = ledger_with(30, 7)
+    positions = []
+    pos = ml.first_position
+    for _ in range(30):
+        pos = ml.normalize(ml.next_position(pos))
+        positions.append(pos)
+    cursor = Cursor("c", ml, ml.first_position)
+    acked = set()
+    for index in acks:
+        cursor.ack(*positions[index])
+        acked.add(positions[index])
+    before = {p for p in positions if cursor.is_acked(*p)}
+    newly = cursor.ack_cumulative(positions[upto])
+    acked.update(positions[: upto + 1])
+    assert newly == len({p for p in positions[: upto + 1]} - before)
+    md_index, _, ranges = reference_state(positions, acked)
+    assert cursor.md == positions[md_index]
+    assert cursor.range_count() == ranges
+
+
+def test_restore_round_trips_a_snapshot() -> None:
+    ml = ledger_with(20, 6)
+    cursor = Cursor("c", ml, ml.first_position)
+    positions = []
+    pos = ml.first_position
+    for _ in range(20):
+        pos = ml.normalize(ml.next_position(pos))
+        positions.append(pos)
+    for index in (0, 1, 4, 5, 9, 13, 14, 19):
+        cursor.ack(*positions[index])
+    snapshot = cursor.snapshot()
+    other = Cursor("d", ml, ml.first_position)
+    other.restore(snapshot)
+    assert other.md == cursor.md
+    assert other.acked_ranges() == cursor.acked_ranges()
+    assert other.range_count() == cursor.range_count()
+    assert other.read_position == ml.next_position(cursor.md)
