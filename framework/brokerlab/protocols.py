@@ -427,4 +427,9 @@ class AckStatePersister(Protocol):
     def should_pause_dispatch(self, state: AckState) -> bool:
         """Whether a multi-consumer dispatcher must stop reading new entries now."""
 
-    def stats(self) -> Mapping[str, float]: ...
+    def stats(self) -> Mapping[str, float]:
+        """This cursor's own counters; the simulation adds them up over all cursors.
+
+        Writes, bytes and dropped ranges are not repeated here: the broker counts them from each
+        :class:`PersistOutcome`.
+        """

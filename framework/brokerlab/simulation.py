@@ -124,6 +124,10 @@ def _collect(broker: Broker) -> dict[str, float]:
     reported: dict[str, float] = dict(broker.cache.stats())
     for name, value in broker.peaks.items():
         reported[name] = max(value, reported.get(name, 0))
+    # Persisters report per cursor; their counters add up over cursors.
+    for dispatcher in broker.dispatchers:
+        for name, value in dispatcher.persister.stats().items():
+            reported[name] = reported.get(name, 0) + value
     for name, value in reported.items():
         if name not in METRICS:
             raise PluginError(f"a plugin reported the unregistered metric {name!r}")
