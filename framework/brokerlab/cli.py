@@ -18,10 +18,11 @@ from brokerlab import __version__
 from brokerlab._api import load_profile, make_host
 from brokerlab.errors import BrokerlabError
 from brokerlab.host import EXTENSION_POINTS, PluginHost
+from brokerlab.metrics import METRICS
 from brokerlab.profiles import Profile, render_reference
 from brokerlab.profiles.model import SECTIONS, field_for_key
 from brokerlab.simulation import simulate
-from brokerlab.textui import ProgressBar, format_result
+from brokerlab.textui import ProgressBar, format_result, metrics_markdown
 
 __all__ = ["main"]
 
@@ -111,6 +112,10 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     reference.set_defaults(handler=_cmd_profile_reference)
 
+    metrics = commands.add_parser("metrics", help="list every metric a simulation reports")
+    metrics.add_argument("--markdown", action="store_true", help="print docs/metrics.md")
+    metrics.set_defaults(handler=_cmd_metrics)
+
     workloads = commands.add_parser("workloads", help="list the named workloads")
     workloads.set_defaults(handler=_cmd_workloads)
 
@@ -173,6 +178,15 @@ def _cmd_plugins(args: argparse.Namespace, host: PluginHost, out: TextIO) -> int
         out.write("  (none installed)\n")
     for row in settings:
         out.write(f"  {row['namespace']:<24} from {row['source']}\n")
+    return EXIT_OK
+
+
+def _cmd_metrics(args: argparse.Namespace, host: PluginHost, out: TextIO) -> int:
+    if args.markdown:
+        out.write(metrics_markdown())
+        return EXIT_OK
+    for m in METRICS.values():
+        out.write(f"{m.name:<36} {m.unit:<10} {m.description}\n")
     return EXIT_OK
 
 

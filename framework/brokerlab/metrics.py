@@ -55,7 +55,7 @@ _TABLE: tuple[Metric, ...] = (
         "redelivered",
         "messages",
         "counter",
-        "Messages dispatched again: negative acks, consumer disconnects and restarts.",
+        "Messages dispatched again after a negative ack or because their consumer left (restarts: see redelivered_after_restart).",
         "messages",
     ),
     Metric(

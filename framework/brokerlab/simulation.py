@@ -48,7 +48,7 @@ class Result:
             "plugins": dict(self.plugins),
             "metrics": dict(self.metrics),
         }
-        return json.dumps(document, indent=2, sort_keys=True)
+        return json.dumps(document, indent=2)
 
 
 def simulate(

@@ -8,7 +8,7 @@ from typing import TextIO
 from brokerlab.metrics import METRICS
 from brokerlab.simulation import Result
 
-__all__ = ["ProgressBar", "format_result"]
+__all__ = ["ProgressBar", "format_result", "metrics_markdown"]
 
 GROUP_TITLES = {
     "messages": "Messages",
@@ -46,6 +46,25 @@ def format_result(result: Result) -> str:
             )
             verdict = ("  ok" if not value else "  VIOLATED") if m.invariant else ""
             lines.append(f"  {m.name:<34} {shown:>18} {m.unit}{verdict}")
+    return "\n".join(lines) + "\n"
+
+
+def metrics_markdown() -> str:
+    """``docs/metrics.md``: every registered metric by group, generated from the registry."""
+    lines = [
+        "# Metrics",
+        "",
+        "Every number a simulation reports, generated from `brokerlab.metrics` (regenerate with",
+        "`brokerlab metrics --markdown > docs/metrics.md`). Counters add up over the run, gauges",
+        "are peaks or end values as described, ratios are computed at the end. Times are virtual.",
+        "Invariants must be zero in every correct run; `brokerlab run` marks a violation.",
+    ]
+    for group, title in GROUP_TITLES.items():
+        rows = [m for m in METRICS.values() if m.group == group]
+        if not rows:
+            continue
+        lines += ["", f"## {title}", "", "| metric | unit | kind | meaning |", "|---|---|---|---|"]
+        lines += [f"| `{m.name}` | {m.unit} | {m.kind} | {m.description} |" for m in rows]
     return "\n".join(lines) + "\n"
 
 

@@ -313,3 +313,73 @@ def test_reference_conf_is_in_sync_with_the_models() -> None:
     assert result.stdout == expected, (
         "profiles/reference.conf is stale: `brokerlab profile reference > profiles/reference.conf`"
     )
+
+
+def test_metrics_doc_is_generated_from_the_registry() -> None:
+    result = brokerlab("metrics", "--markdown")
+    expected = (ROOT / "docs" / "metrics.md").read_text(encoding="utf-8")
+    assert result.stdout == expected, "docs/metrics.md is stale: `brokerlab metrics --markdown`"
+
+
+BASELINE = ROOT / "profiles" / "baseline.conf"
+
+
+def small_workload(tmp_path: Path) -> Path:
+    return write(
+        tmp_path,
+        "small.toml",
+        'name = "small"\nduration_s = 2\n[[topics]]\nrate = 50\n'
+        "[[topics.subscriptions]]\nconsumers = [{ rate = 100 }]\n",
+    )
+
+
+def test_run_json_document_and_identical_reruns(tmp_path: Path) -> None:
+    workload = small_workload(tmp_path)
+    args = ["run", "--profile", str(BASELINE), "--workload", str(workload), "--seed", "4", "--json"]
+    first, second = brokerlab(*args), brokerlab(*args)
+    assert first.returncode == 0, first.stderr
+    assert first.stdout == second.stdout
+    document = json.loads(first.stdout)
+    assert list(document) == ["profile", "workload", "seed", "plugins", "metrics"]
+    assert document["seed"] == 4 and document["workload"] == "small"
+    assert document["plugins"]["entry_cache"] == "disabled"
+    assert document["metrics"]["delivered"] == document["metrics"]["published"] > 0
+
+
+def test_run_table_marks_invariants(tmp_path: Path) -> None:
+    result = brokerlab(
+        "run", "--profile", str(BASELINE), "--workload", str(small_workload(tmp_path))
+    )
+    assert result.returncode == 0, result.stderr
+    assert "Invariants (must be zero)" in result.stdout
+    assert "lost" in result.stdout and "VIOLATED" not in result.stdout
+
+
+def test_run_with_a_malformed_workload_exits_2(tmp_path: Path) -> None:
+    bad = write(tmp_path, "bad.toml", 'name = "bad"\nduration_s = 5\n[[topics]]\nrate = -3\n')
+    result = brokerlab("run", "--profile", str(BASELINE), "--workload", str(bad))
+    assert result.returncode == 2
+    assert "bad.toml:4" in result.stderr and "topics[0].rate" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_run_with_an_unknown_workload_name_suggests(tmp_path: Path) -> None:
+    result = brokerlab("run", "--profile", str(BASELINE), "--workload", "tailng")
+    assert result.returncode == 2
+    assert "did you mean 'tailing'" in result.stderr
+
+
+def test_workloads_lists_the_builtins() -> None:
+    result = brokerlab("workloads")
+    names = [line.split()[0] for line in result.stdout.splitlines()]
+    assert names == sorted(
+        [
+            "tailing",
+            "catch-up-fanout",
+            "key-shared-slow-consumer",
+            "reconnect-storm",
+            "many-topics",
+            "delayed-mixed",
+            "ack-holes-restart",
+        ]
+    )

@@ -1,0 +1,80 @@
+"""What every ready profile promises: it loads strictly, its plugins resolve, and it runs.
+
+Run under one profile with ``BROKERLAB_PROFILE=profiles/x.conf`` (as tox's profile envs do), or
+over every profile in ``profiles/`` without it.
+"""
+
+from __future__ import annotations
+
+import os
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from brokerlab import load_profile, simulate
+from brokerlab.host import PluginHost
+from brokerlab.metrics import invariants
+from brokerlab.workloads import parse_workload
+
+ROOT = Path(__file__).resolve().parents[2]
+READY = sorted(p for p in (ROOT / "profiles").glob("*.conf") if p.name != "reference.conf")
+CHOSEN = [Path(os.environ["BROKERLAB_PROFILE"])] if os.environ.get("BROKERLAB_PROFILE") else READY
+
+SMALL = parse_workload(
+    textwrap.dedent(
+        """
+        name = "contract-small"
+        duration_s = 3
+        drain_s = 3
+        [[topics]]
+        rate = 300
+        backlog = 200
+        keys = { count = 20, skew = 0.5 }
+        delays = [{ fraction = 0.2, min_ms = 100, max_ms = 1500 }]
+        [[topics.subscriptions]]
+        name = "shared"
+        type = "Shared"
+        initial_position = "earliest"
+        [[topics.subscriptions.consumers]]
+        count = 2
+        rate = 250
+        ack_hole_probability = 0.01
+        [[topics.subscriptions]]
+        name = "keyed"
+        type = "Key_Shared"
+        [[topics.subscriptions.consumers]]
+        count = 2
+        rate = 400
+        [[events]]
+        at_s = 2
+        kind = "restart"
+        """
+    ),
+    "contract-small.toml",
+)
+
+
+@pytest.fixture(scope="module")
+def host() -> PluginHost:
+    return PluginHost()
+
+
+@pytest.mark.parametrize("path", CHOSEN, ids=lambda p: p.name)
+def test_profile_loads_strictly_and_resolves(path: Path, host: PluginHost) -> None:
+    profile = load_profile(path, host=host)
+    assert profile.mode == "strict", "a ready profile must set a sim. key and load strictly"
+    host.resolve(profile)
+
+
+@pytest.mark.parametrize("path", CHOSEN, ids=lambda p: p.name)
+def test_profile_runs_deterministically_with_zero_invariant_violations(
+    path: Path, host: PluginHost
+) -> None:
+    profile = load_profile(path, host=host)
+    first = simulate(profile, SMALL, 11, host=host)
+    again = simulate(profile, SMALL, 11, host=host)
+    assert first.to_json() == again.to_json()
+    assert first.metrics["delivered"] > 0
+    for name in invariants():
+        assert first.metrics[name] == 0, f"{path.name}: invariant {name} violated"
