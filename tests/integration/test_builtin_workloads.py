@@ -11,21 +11,13 @@ from pathlib import Path
 import pytest
 
 from brokerlab.metrics import invariants
+from brokerlab_plugins.workloads import BUILTIN_WORKLOADS
 
 ROOT = Path(__file__).resolve().parents[2]
-BUILTINS = [
-    "tailing",
-    "catch-up-fanout",
-    "key-shared-slow-consumer",
-    "reconnect-storm",
-    "many-topics",
-    "delayed-mixed",
-    "ack-holes-restart",
-]
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("workload", BUILTINS)
+@pytest.mark.parametrize("workload", BUILTIN_WORKLOADS)
 def test_builtin_runs_clean(workload: str) -> None:
     result = subprocess.run(
         [
