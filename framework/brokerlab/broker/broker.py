@@ -403,7 +403,11 @@ class Broker:
             self.loop.at(self.loop.now_ns(), partial(self._process, dispatcher, consumer))
 
     def _process(self, dispatcher: Dispatcher, consumer: Consumer) -> None:
-        """Take the next chunk of the receiver queue and schedule its completion."""
+        """Take the next chunk of the receiver queue and schedule its completion.
+
+        A chunk is what the consumer processes within one acknowledgement group (100 ms) and at
+        most half its receiver queue, after which the client returns flow permits.
+        """
         queue = consumer.queue
         if not consumer.connected or not queue:
             consumer.busy = False
@@ -412,20 +416,18 @@ class Broker:
         chunk: list[Delivery] = []
         messages = 0
         if rate <= 0:
+            # Unlimited: the whole queue is processed at this instant.
             chunk.extend(queue)
             queue.clear()
-            messages = sum(d[2] for d in chunk)
-            done = self.loop.now_ns()
-        else:
-            limit = max(
-                1, min(consumer.policy.receiver_queue_size // 2, int(rate * ACK_GROUP_NS / NS))
-            )
-            while queue and messages < limit:
-                delivery = queue.popleft()
-                chunk.append(delivery)
-                messages += delivery[2]
-            done = self.loop.now_ns() + round(messages / rate * NS)
+            self._complete(dispatcher, consumer, chunk, self.loop.now_ns())
+            return
+        limit = max(1, min(consumer.policy.receiver_queue_size // 2, int(rate * ACK_GROUP_NS / NS)))
+        while queue and messages < limit:
+            delivery = queue.popleft()
+            chunk.append(delivery)
+            messages += delivery[2]
         start = self.loop.now_ns()
+        done = start + round(messages / rate * NS)
         self.loop.at(done, partial(self._complete, dispatcher, consumer, chunk, start))
 
     def _complete(
