@@ -84,6 +84,7 @@ class BrokerTuning:
     cursor_flush_interval_ns: int
     delayed_strict: bool
     delayed_tick_ms: int
+    track_mark_delete: bool
 
     @classmethod
     def from_settings(cls, s: Any) -> BrokerTuning:
@@ -96,6 +97,7 @@ class BrokerTuning:
             cursor_flush_interval_ns=s.managed_ledger_cursor_position_flush_seconds * NS,
             delayed_strict=s.is_delayed_delivery_deliver_at_time_strict,
             delayed_tick_ms=s.delayed_delivery_tick_time_millis,
+            track_mark_delete=s.cache_eviction_by_mark_deleted_position,
         )
 
 
@@ -374,7 +376,7 @@ class Broker:
         dispatcher.active = active
         cursors = dispatcher.topic.cursors
         if active:
-            cursors.add(dispatcher.cursor.name, dispatcher.cursor.read_position)
+            cursors.add(dispatcher.cursor.name, dispatcher.tracked_position())
         else:
             cursors.remove(dispatcher.cursor.name)
         self.cache.cursors_changed(dispatcher.topic.name)
@@ -499,6 +501,9 @@ class Broker:
         if ranges > self.counters.ack_max_ranges:
             self.counters.ack_max_ranges = ranges
         self._account(dispatcher.persister.acked(cursor, changed))
+        if self.tuning.track_mark_delete and dispatcher.active:
+            dispatcher.topic.cursors.update(cursor.name, cursor.md)
+            self.cache.cursors_changed(dispatcher.topic.name)
         dispatcher.tracker.mark_delete_moved(cursor.md)
         dispatcher.check_pause()
 

@@ -92,6 +92,13 @@ class Dispatcher:
         self.tracker = self._new_tracker(self.wake)
         self.delayed_outstanding.clear()
 
+    def tracked_position(self) -> Position:
+        """What the active-cursor container orders this cursor by: the read position, or the
+        mark-delete position with ``cacheEvictionByMarkDeletedPosition``."""
+        if self.broker.tuning.track_mark_delete:
+            return self.cursor.md
+        return self.cursor.read_position
+
     def consumers_changed(self) -> None:
         """A consumer connected or left: refresh the connected list and Key_Shared ownership."""
         self.connected = [c for c in self.consumers if c.connected]
@@ -172,7 +179,7 @@ class Dispatcher:
         cursor.read_position = (ledger_id, last + 1)
         if last + 1 == end and ledger is ml.current:
             self.waiting = True
-        if self.active:
+        if self.active and not self.broker.tuning.track_mark_delete:
             self.topic.cursors.update(cursor.name, cursor.read_position)
             self.broker.cache.cursors_changed(self.topic.name)
         self._dispatch_range(ledger_id, first, last, NEW)

@@ -1,0 +1,313 @@
+"""The PIP-430 entry-cache manager (``RangeEntryCacheManagerImpl`` as merged by PR #24623).
+
+One instance serves the broker: per-ledger entry maps, the global size, one removal queue in
+insertion order, the asynchronous size eviction and the expected read counts (spec §0.2, §2, §3).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+
+from brokerlab.protocols import (
+    CursorContainer,
+    EvictionPass,
+    PluginContext,
+    Position,
+    RankedCursorContainer,
+)
+from brokerlab_plugins.entry_cache_common import (
+    AsyncEviction,
+    BacklogCaching,
+    CacheCounters,
+    CacheLimits,
+)
+from brokerlab_plugins.pip430_cache.entry import CachedEntry
+from brokerlab_plugins.pip430_cache.queue import RemovalQueue
+
+__all__ = ["Pip430EntryCache"]
+
+_MS = 1_000_000
+_TIME = EvictionPass.TIME
+
+
+class _Ledgers:
+    """One managed ledger's cache: ledger id -> entry id -> wrapper, plus its cursor state."""
+
+    __slots__ = ("cursors", "had_cursors", "ledgers", "ranked", "window_start_ns")
+
+    def __init__(self, cursors: CursorContainer, now_ns: int) -> None:
+        self.cursors = cursors
+        self.ranked = isinstance(cursors, RankedCursorContainer)
+        self.ledgers: dict[int, dict[int, CachedEntry]] = {}
+        # The continue-caching window starts when the ledger is loaded (spec §3.5).
+        self.window_start_ns = now_ns
+        self.had_cursors = len(cursors) > 0
+
+    def entries(self) -> Iterator[CachedEntry]:
+        for ledger in self.ledgers.values():
+            yield from ledger.values()
+
+
+class Pip430EntryCache:
+    """PIP-430's cache: never refuses an insert for space, evicts through the removal queue.
+
+    Satisfies :class:`~brokerlab.protocols.EntryCache`. With ``cacheEvictionByExpectedReadCount``
+    off it falls back as the spec says: no expected counts on adds, no continue-caching window,
+    and storage reads cached (count 1) only for readers that cache reads by the legacy rules.
+    """
+
+    def __init__(self, context: PluginContext, *, limits: CacheLimits | None = None) -> None:
+        settings = context.settings
+        self.limits = limits or CacheLimits.from_settings(settings)
+        self._clock = context.clock
+        self._by_read_count: bool = settings.cache_eviction_by_expected_read_count
+        self._window_ns = settings.continue_caching_window_ms * _MS if self._by_read_count else 0
+        self.counters = CacheCounters()
+        self.queue = RemovalQueue(
+            context.eviction_predicates,
+            context.clock,
+            self.counters,
+            self._evicted,
+            settings.managed_ledger_cache_eviction_extend_ttl_of_entries_with_remaining_expected_reads_max_times,
+        )
+        self._eviction = AsyncEviction(context.clock, context.scheduler)
+        self._backlog = BacklogCaching(settings, context.clock)
+        self._topics: dict[str, _Ledgers] = {}
+        self._size = 0
+
+    # ---- managed ledgers ------------------------------------------------------------------------
+
+    def open_ledger(self, topic: str, cursors: CursorContainer) -> None:
+        self._topics[topic] = _Ledgers(cursors, self._clock.now_ns())
+        self._backlog.open(topic)
+
+    def close_ledger(self, topic: str) -> None:
+        state = self._topics.pop(topic, None)
+        self._backlog.close(topic)
+        if state is not None:
+            count = self._drop(state.entries())
+            self.counters.cache_evictions_clear += count
+
+    def ledger_deleted(self, topic: str, ledger_id: int) -> None:
+        state = self._topics.get(topic)
+        ledger = None if state is None else state.ledgers.pop(ledger_id, None)
+        if ledger:
+            self.counters.cache_evictions_ledger_deleted += self._drop(list(ledger.values()))
+
+    def cursors_changed(self, topic: str) -> None:
+        # PIP-430 does not invalidate on cursor moves (spec §3.6); it only notes when the last
+        # active cursor left, which starts the continue-caching window.
+        state = self._topics.get(topic)
+        if state is None:
+            return
+        has = len(state.cursors) > 0
+        if state.had_cursors and not has:
+            state.window_start_ns = self._clock.now_ns()
+        state.had_cursors = has
+
+    # ---- adds and reads -------------------------------------------------------------------------
+
+    def insert(self, topic: str, position: Position, size: int) -> bool:
+        """The add path: ``shouldCacheAddedEntry``, then an insert with all active cursors."""
+        state = self._topics.get(topic)
+        if state is None:
+            return False
+        cursors = state.cursors
+        if len(cursors) == 0:
+            if self._clock.now_ns() - state.window_start_ns >= self._window_ns:
+                return False
+            expected = 0
+        else:
+            expected = cursors.tracked_count() if self._by_read_count else 0
+        if self._backlog.enabled:
+            self._backlog.saw_entries(topic, position[0], position[1])
+        return self._put(state, position, size, expected if expected > 0 else None)
+
+    def put(self, topic: str, position: Position, size: int, expected_reads: int | None) -> bool:
+        """``RangeEntryCacheImpl.insert`` without the add-path gate (tests, trace replay)."""
+        state = self._topics.get(topic)
+        return state is not None and self._put(state, position, size, expected_reads)
+
+    def _put(self, state: _Ledgers, position: Position, size: int, reads: int | None) -> bool:
+        ledger_id, entry_id = position
+        ledger = state.ledgers.get(ledger_id)
+        if ledger is None:
+            ledger = state.ledgers[ledger_id] = {}
+        elif entry_id in ledger:
+            return False  # a duplicate is rejected; the cached entry keeps its count (§2.1)
+        entry = CachedEntry(position, size, self._clock.now_ns(), reads, ledger)
+        ledger[entry_id] = entry
+        self.queue.add(entry)
+        current = self._size = self._size + size
+        counters = self.counters
+        counters.cache_inserts += 1
+        if current > counters.cache_peak_bytes:
+            counters.cache_peak_bytes = current
+            overshoot = current - self.limits.max_size
+            if overshoot > counters.cache_max_overshoot_bytes:
+                counters.cache_max_overshoot_bytes = overshoot
+        if current > self.limits.trigger:
+            self._eviction.request(self._evict_to_watermark)
+        return True
+
+    def read(self, topic: str, ledger_id: int, first: int, last: int, reader: str) -> list[int]:
+        state = self._topics.get(topic)
+        counters = self.counters
+        if self._backlog.enabled:
+            self._backlog.saw_read(topic, ledger_id, first, last, reader)
+        ledger = None if state is None else state.ledgers.get(ledger_id)
+        if not ledger:
+            counters.cache_misses += last - first + 1
+            return list(range(first, last + 1))
+        listeners = self.queue.listeners
+        if first == last:  # single-entry reads are common (replays, trace replay): no loop
+            entry = ledger.get(first)
+            if entry is None:
+                counters.cache_misses += 1
+                return [first]
+            entry.accessed = True
+            for listener in listeners:
+                listener.on_access(entry)
+            counters.cache_hits += 1
+            return []
+        misses: list[int] = []
+        for entry_id in range(first, last + 1):
+            entry = ledger.get(entry_id)
+            if entry is None:
+                misses.append(entry_id)
+            else:
+                entry.accessed = True
+                for listener in listeners:
+                    listener.on_access(entry)
+        counters.cache_misses += len(misses)
+        counters.cache_hits += last - first + 1 - len(misses)
+        return misses
+
+    def storage_read(
+        self,
+        topic: str,
+        ledger_id: int,
+        entry_ids: Sequence[int],
+        sizes: Sequence[int],
+        reader: str,
+    ) -> None:
+        """Insert what a reader read from storage when reads are expected (spec §2.2, §3.2)."""
+        state = self._topics.get(topic)
+        if state is None:
+            return
+        if self._by_read_count and state.ranked:
+            expected: int = state.cursors.count_at_or_before(reader)  # type: ignore[attr-defined]
+        else:
+            # Legacy mapping of ``isCacheReadEntry()`` onto the count: 1 or 0 (§3.2, inferred).
+            expected = 1 if self._backlog.caches_reads(topic, reader) else 0
+        if expected <= 0:
+            return
+        for entry_id, size in zip(entry_ids, sizes, strict=True):
+            self._put(state, (ledger_id, entry_id), size, expected)
+
+    def released(self, topic: str, position: Position) -> None:
+        entry = self.entry(topic, position)
+        if entry is not None and entry.expected_reads is not None:
+            entry.expected_reads -= 1  # markRead; never clamped (§1.2)
+
+    def replayed(self, topic: str, position: Position) -> None:
+        entry = self.entry(topic, position)
+        if entry is not None and entry.expected_reads is not None:
+            entry.expected_reads += 1
+
+    # ---- eviction -------------------------------------------------------------------------------
+
+    def evict_expired(self) -> None:
+        """The periodic ``doCacheEviction``: a time pass, then a size check (spec §2.6)."""
+        self.queue.evict_before(self._clock.now_ns() - self.limits.ttl_ns)
+        self._evict_to_watermark()
+
+    def _evict_to_watermark(self) -> None:
+        """``doEvictToWatermarkWhenOverThreshold``: re-reads the size when it runs."""
+        current = self._size
+        if current > self.limits.trigger:
+            to_free = current - self.limits.watermark
+            if to_free > 0:
+                self.queue.evict_size(to_free)
+
+    def _evicted(self, entry: CachedEntry, kind: EvictionPass) -> None:
+        """The queue removed a live entry."""
+        del entry.owner[entry.position[1]]
+        entry.removed = True
+        self._size -= entry.size
+        if kind is _TIME:
+            self.counters.cache_evictions_time += 1
+        else:
+            self.counters.cache_evictions_size += 1
+        for listener in self.queue.listeners:
+            listener.on_remove(entry)
+
+    def _drop(self, entries: Iterator[CachedEntry] | list[CachedEntry]) -> int:
+        """Range removal: wrappers stay queued and are dropped later as MISSING (spec §2.3)."""
+        count = freed = 0
+        listeners = self.queue.listeners
+        for entry in entries:
+            entry.removed = True
+            count += 1
+            freed += entry.size
+            for listener in listeners:
+                listener.on_remove(entry)
+        self._size -= freed
+        return count
+
+    def remove_range(
+        self, topic: str, first: Position, last: Position, *, last_inclusive: bool
+    ) -> tuple[int, int]:
+        """``RangeCache.removeRange``: (entries, bytes) removed; counted as invalidations."""
+        state = self._topics.get(topic)
+        if state is None:
+            return 0, 0
+        doomed: list[CachedEntry] = []
+        for ledger_id, ledger in state.ledgers.items():
+            for entry_id, entry in ledger.items():
+                pos = (ledger_id, entry_id)
+                if first <= pos and (pos < last or (last_inclusive and pos == last)):
+                    doomed.append(entry)
+        for entry in doomed:
+            del entry.owner[entry.position[1]]
+        freed = sum(entry.size for entry in doomed)
+        self.counters.cache_evictions_invalidation += self._drop(doomed)
+        return len(doomed), freed
+
+    # ---- views ----------------------------------------------------------------------------------
+
+    def entry(self, topic: str, position: Position) -> CachedEntry | None:
+        """The cached wrapper at ``position``, if any (no access is recorded)."""
+        state = self._topics.get(topic)
+        if state is None:
+            return None
+        ledger = state.ledgers.get(position[0])
+        return None if ledger is None else ledger.get(position[1])
+
+    def cached(self, topic: str) -> dict[Position, int]:
+        """Position -> size of everything ``topic`` has cached (tests and reports)."""
+        state = self._topics.get(topic)
+        return {} if state is None else {e.position: e.size for e in state.entries()}
+
+    def non_evictable(self, *, pulsar_definition: bool = False) -> tuple[int, int]:
+        """(entries, bytes) protected by expected reads (``expected_reads >= 1``).
+
+        ``pulsar_definition`` also counts entries without a count, as Pulsar's
+        ``getNonEvictableSize`` does (spec §0.4, scenario 18).
+        """
+        count = size = 0
+        for state in self._topics.values():
+            for entry in state.entries():
+                reads = entry.expected_reads
+                if (reads is None and pulsar_definition) or (reads is not None and reads >= 1):
+                    count += 1
+                    size += entry.size
+        return count, size
+
+    def size_bytes(self) -> int:
+        return self._size
+
+    def stats(self) -> Mapping[str, float]:
+        stats = self.counters.as_stats()
+        stats["cache_non_evictable_bytes"] = self.non_evictable()[1]
+        return stats

@@ -1,0 +1,78 @@
+"""PIP-430's two requeue reasons as eviction predicates (``shouldRequeue``, spec §2.4, §2.5).
+
+The queue asks these in chain order for every live head entry; the host puts
+``recently-accessed`` first, so when both reasons apply the requeue counts as "accessed" (spec,
+Clarifications). Both act only on entries the pass would otherwise remove: expired ones in a time
+pass, any entry in a size pass.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from brokerlab.protocols import CachedEntryView, EvictionDecision, EvictionPass
+
+__all__ = ["ExpectedReadsPredicate", "RecentlyAccessedPredicate", "StatelessPredicate"]
+
+_REQUEUE = EvictionDecision.REQUEUE
+_TIME = EvictionPass.TIME
+
+
+class StatelessPredicate:
+    """A predicate whose ``on_*`` notifications do nothing.
+
+    The queue skips notifying predicates of this type, which keeps inserts and reads cheap.
+    """
+
+    name = "stateless"
+
+    def on_insert(self, entry: CachedEntryView) -> None:
+        return None
+
+    def on_access(self, entry: CachedEntryView) -> None:
+        return None
+
+    def on_remove(self, entry: CachedEntryView) -> None:
+        return None
+
+
+class RecentlyAccessedPredicate(StatelessPredicate):
+    """``managedLedgerCacheEvictionExtendTTLOfRecentlyAccessed``: requeue an entry read since it
+    was (re)queued. This reason has no cap; the requeue clears ``accessed``."""
+
+    name = "recently-accessed"
+
+    def decide(
+        self, entry: CachedEntryView, kind: EvictionPass, threshold_ns: int
+    ) -> EvictionDecision | None:
+        if not entry.accessed:
+            return None
+        if kind is _TIME and entry.timestamp_ns >= threshold_ns:
+            return None  # live: the queue stops here
+        return _REQUEUE
+
+
+class ExpectedReadsPredicate(StatelessPredicate):
+    """``cacheEvictionByExpectedReadCount``: requeue an entry with ``expected_reads >= 1`` while
+    its ``requeue_count`` (shared with access requeues) is below the configured maximum."""
+
+    name = "expected-reads"
+
+    def __init__(self, max_requeues: int) -> None:
+        self.max_requeues = max_requeues
+
+    @classmethod
+    def from_settings(cls, settings: Any) -> ExpectedReadsPredicate:
+        return cls(
+            settings.managed_ledger_cache_eviction_extend_ttl_of_entries_with_remaining_expected_reads_max_times
+        )
+
+    def decide(
+        self, entry: CachedEntryView, kind: EvictionPass, threshold_ns: int
+    ) -> EvictionDecision | None:
+        reads = entry.expected_reads
+        if reads is None or reads < 1 or entry.requeue_count >= self.max_requeues:
+            return None
+        if kind is _TIME and entry.timestamp_ns >= threshold_ns:
+            return None
+        return _REQUEUE

@@ -1,0 +1,354 @@
+"""The ``legacy`` entry cache against spec pip430-entry-cache.md §7 (scenarios 24-31) and a
+reference model (hypothesis). Scenarios 1-23 and 32-37 are in ``test_pip430_cache.py``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from hypothesis import settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
+
+from brokerlab.broker.events import EventLoop
+from brokerlab.host import PluginHost
+from brokerlab.profiles import load_profile
+from brokerlab.profiles.model import BrokerSettings
+from brokerlab.protocols import CursorContainer, PluginContext, Position
+from brokerlab_plugins.cursor_containers import HeapCursorContainer
+from brokerlab_plugins.entry_cache_common import CacheLimits
+from brokerlab_plugins.legacy_cache import LegacyEntryCache
+
+MS = 1_000_000
+T = "t"
+
+
+def make_cache(
+    limits: CacheLimits | None = None, **keys: Any
+) -> tuple[LegacyEntryCache, EventLoop, HeapCursorContainer]:
+    """A legacy cache with topic ``t`` open on a heap container; ``keys`` are Pulsar keys."""
+    loop = EventLoop()
+    context = PluginContext(
+        settings=BrokerSettings.model_validate({"cacheEvictionByExpectedReadCount": False, **keys}),
+        clock=loop,
+        scheduler=loop,
+        rng=np.random.default_rng(0),
+        new_cursor_container=HeapCursorContainer,
+    )
+    cache = LegacyEntryCache(context, limits=limits)
+    cursors = HeapCursorContainer()
+    cache.open_ledger(T, cursors)
+    return cache, loop, cursors
+
+
+def moved(cache: LegacyEntryCache, cursors: CursorContainer, name: str, pos: Position) -> None:
+    cursors.update(name, pos)
+    cache.cursors_changed(T)
+
+
+# ---- ManagedCursorContainerTest (24-26): the heap's slowest drives invalidation -----------------
+
+
+def _fill(cache: LegacyEntryCache, cursors: CursorContainer, positions: list[Position]) -> None:
+    for ledger in range(1, 12):
+        for entry in range(6):
+            cache.put(T, (ledger, entry), 1)
+    for i, pos in enumerate(positions):
+        cursors.add(f"seed{i}", pos)
+    cache.cursors_changed(T)  # the first slowest position: entries before it go
+
+
+def _lowest(cache: LegacyEntryCache) -> Position:
+    return min(cache.cached(T))
+
+
+def test_scenario_24_simple() -> None:
+    cache, _, c = make_cache()
+    c.add("5:5", (5, 5))
+    assert c.slowest_position() == (5, 5)
+    c.add("2:2", (2, 2))
+    c.add("2:0", (2, 0))
+    assert c.slowest_position() == (2, 0)
+    c.add("4:0", (4, 0))
+    c.add("3:5", (3, 5))
+    cache.cursors_changed(T)
+    for ledger in range(1, 12):
+        for entry in range(6):
+            cache.put(T, (ledger, entry), 1)
+    moved(cache, c, "2:0", (3, 0))
+    assert c.slowest_position() == (2, 2) and _lowest(cache) == (2, 2)
+    moved(cache, c, "2:2", (10, 5))
+    assert c.slowest_position() == (3, 0) and _lowest(cache) == (3, 0)
+    c.remove("2:0")
+    cache.cursors_changed(T)
+    assert c.slowest_position() == (3, 5) and _lowest(cache) == (3, 5)
+    for name in ("2:2", "3:5", "5:5"):
+        c.remove(name)
+    cache.cursors_changed(T)
+    assert c.slowest_position() == (4, 0) and _lowest(cache) == (4, 0)
+    c.remove("4:0")
+    cache.cursors_changed(T)
+    assert c.slowest_position() is None and len(c) == 0
+    assert cache.cached(T) == {}  # no active cursor: the whole cache is cleared
+
+
+def test_scenario_25_updating_outside_the_container() -> None:
+    cache, _, c = make_cache()
+    _fill(cache, c, [(2, 2), (5, 5)])
+    assert _lowest(cache) == (2, 2)
+    # The cursor moved, but nobody told the container: nothing changes.
+    cache.cursors_changed(T)
+    assert c.slowest_position() == (2, 2) and _lowest(cache) == (2, 2)
+    moved(cache, c, "seed0", (6, 0))
+    assert c.slowest_position() == (5, 5) and _lowest(cache) == (5, 5)
+
+
+def test_scenario_26_ordering() -> None:
+    cache, _, c = make_cache()
+    names = {"test1": (5, 5), "test2": (5, 1), "test3": (7, 1), "test4": (6, 4), "test5": (7, 0)}
+    for name, pos in names.items():
+        c.add(name, pos)
+    cache.cursors_changed(T)
+    for ledger in range(1, 12):
+        for entry in range(6):
+            cache.put(T, (ledger, entry), 1)
+    assert c.slowest_position() == (5, 1)
+    for name, slowest in (("test2", (5, 5)), ("test1", (6, 4)), ("test4", (7, 0))):
+        c.remove(name)
+        cache.cursors_changed(T)
+        assert c.slowest_position() == slowest and _lowest(cache) == slowest
+
+
+# ---- EntryCacheManagerTest, legacy semantics (27-31) --------------------------------------------
+
+
+def test_scenario_27_simple() -> None:
+    cache, loop, _ = make_cache(CacheLimits.of(10, 0.8, 1000))
+    assert cache.limits.trigger == 9
+    cache.open_ledger("cache1", HeapCursorContainer())
+    cache.open_ledger("cache2", HeapCursorContainer())
+    assert cache.put("cache1", (1, 1), 4)
+    assert cache.put("cache1", (1, 0), 3)
+    for e in range(3):
+        assert cache.put("cache2", (2, e), 1)
+    assert cache.size_bytes() == 10
+    assert not cache.put("cache2", (2, 3), 1)  # triggers the eviction, and is refused
+    loop.run_until(loop.now_ns())
+    assert cache.size_bytes() == 7
+    assert cache.ledger_size("cache1") == 4 and cache.ledger_size("cache2") == 3
+    assert (1, 0) not in cache.cached("cache1")
+    cache.close_ledger("cache1")
+    assert cache.size_bytes() == 3
+    assert cache.invalidate_entries("cache2", (2, 1)) == (1, 1)
+    assert cache.size_bytes() == 2
+    assert cache._eviction.requests == 1
+    assert cache.counters.cache_inserts == 5
+    assert cache.counters.removals() == 3
+
+
+def test_scenario_28_double_insert() -> None:
+    cache, _, _ = make_cache(CacheLimits.of(10, 0.8, 1000))
+    assert cache.put(T, (1, 1), 4)
+    assert cache.put(T, (1, 0), 3)
+    assert not cache.put(T, (1, 0), 5)
+    assert cache.size_bytes() == 7
+    assert cache.counters.cache_inserts == 2 and cache.counters.removals() == 0
+
+
+def test_scenario_29_cache_disabled() -> None:
+    host = PluginHost(entry_points=False, plugins=_plugins())
+    profile = load_profile(
+        None,
+        [
+            "managedLedgerCacheSizeMB=0",
+            "sim.entryCache=legacy",
+            "delayedDeliveryEnabled=false",
+            "sim.ackStatePersister=unlimited",
+        ],
+    )
+    assert host.resolve(profile).entry_cache.record.name == "disabled"
+    cache, _, cursors = make_cache(managedLedgerCacheSizeMB=0)
+    cursors.add("a", (0, 0))
+    cache.cursors_changed(T)
+    assert not cache.insert(T, (0, 0), 10)
+    assert cache.size_bytes() == 0 and cache.counters.cache_inserts == 0
+
+
+def test_scenario_30_no_cache_if_no_consumer() -> None:
+    cache, _, _ = make_cache()
+    for e in range(10):
+        assert not cache.insert(T, (0, e), 10)
+    assert cache.size_bytes() == 0 and cache.counters.cache_inserts == 0
+
+
+def test_scenario_31_hits_misses() -> None:
+    cache, _, c = make_cache(CacheLimits.of(70, 0.9, 1000))
+    c.add("c1", (0, 0))
+    c.add("c2", (0, 0))
+    cache.cursors_changed(T)
+    for e in range(10):
+        assert cache.insert(T, (0, e), 7)
+    assert cache.size_bytes() == 70
+    assert cache.read(T, 0, 0, 9, "c1") == []
+    moved(cache, c, "c1", (0, 10))
+    assert cache.counters.cache_hits == 10 and cache.size_bytes() == 70
+    c.remove("c1")
+    cache.cursors_changed(T)
+    assert cache.size_bytes() == 70
+    assert cache.read(T, 0, 0, 9, "c2") == []
+    moved(cache, c, "c2", (0, 10))
+    assert cache.size_bytes() == 0
+
+
+# ---- behaviour outside the numbered scenarios ---------------------------------------------------
+
+
+def test_time_eviction_is_inclusive_and_blocked_by_a_younger_head() -> None:
+    cache, loop, c = make_cache(managedLedgerCacheEvictionTimeThresholdMillis=100)
+    c.add("a", (0, 0))
+    cache.cursors_changed(T)
+    cache.put(T, (0, 5), 1)
+    loop.run_until(50 * MS)
+    cache.put(T, (0, 1), 1)  # a catch-up read inserts a lower position later
+    loop.run_until(100 * MS)
+    cache.evict_expired()  # (0,5) expired (<=) but (0,1) heads position order and is live
+    assert set(cache.cached(T)) == {(0, 1), (0, 5)}
+    loop.run_until(150 * MS)
+    cache.evict_expired()
+    assert cache.cached(T) == {}
+    assert cache.counters.cache_ledgers_visited == 2
+
+
+def test_backlogged_cursor_caching() -> None:
+    cache, loop, _ = make_cache(
+        managedLedgerMinimumBacklogCursorsForCaching=1,
+        managedLedgerMinimumBacklogEntriesForCaching=1,
+        managedLedgerMaxBacklogBetweenCursorsForCaching=2**31 - 1,
+    )
+    for e in range(100):
+        cache.insert(T, (0, e), 1)  # no active cursor: nothing cached, but entries are seen
+    for reader in ("a", "b"):
+        cache.read(T, 0, 0, 9, reader)
+    cache.storage_read(T, 0, list(range(10)), [1] * 10, "a")
+    assert cache.size_bytes() == 0  # the first check runs with the stats, after a minute
+    loop.run_until(60_000 * MS)
+    cache.storage_read(T, 0, list(range(10)), [1] * 10, "a")
+    assert cache.size_bytes() == 10
+
+
+def test_mark_delete_mode_caches_reads() -> None:
+    cache, _, _ = make_cache(cacheEvictionByMarkDeletedPosition=True)
+    cache.storage_read(T, 0, [0, 1], [4, 4], "a")
+    assert cache.size_bytes() == 8
+
+
+def test_ledger_deleted() -> None:
+    cache, _, _ = make_cache()
+    for ledger in (1, 2):
+        for e in range(3):
+            cache.put(T, (ledger, e), 1)
+    cache.ledger_deleted(T, 1)
+    assert set(cache.cached(T)) == {(2, 0), (2, 1), (2, 2)}
+    assert cache.counters.cache_evictions_ledger_deleted == 3 and cache.size_bytes() == 3
+
+
+def _plugins() -> dict[str, object]:
+    import brokerlab_plugins.ack_state as ack_state
+    import brokerlab_plugins.baselines as baselines
+    import brokerlab_plugins.cursor_containers as containers
+    import brokerlab_plugins.legacy_cache as legacy
+    import brokerlab_plugins.pip430_cache as pip430
+
+    return {
+        "baselines": baselines,
+        "cursor_containers": containers,
+        "ack_state": ack_state,
+        "legacy_cache": legacy,
+        "pip430_cache": pip430,
+    }
+
+
+# ---- reference model (hypothesis) ---------------------------------------------------------------
+
+TOPICS = ("x", "y")
+READERS = ("r1", "r2")
+LIMIT = 60
+MAX_ENTRY = 15
+
+
+class LegacyMachine(RuleBasedStateMachine):
+    """Random adds, reads, cursor moves and time against a dict of what is cached."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.cache, self.loop, _ = make_cache(
+            CacheLimits.of(LIMIT, 0.5, 30), cacheEvictionByMarkDeletedPosition=True
+        )
+        self.cursors = {t: HeapCursorContainer() for t in TOPICS}
+        for t in TOPICS:
+            self.cache.open_ledger(t, self.cursors[t])
+        self.loop.call_every(10 * MS, 10 * MS, self.cache.evict_expired)
+        self.model: dict[tuple[str, Position], int] = {}
+
+    def snapshot(self) -> dict[tuple[str, Position], int]:
+        return {(t, p): s for t in TOPICS for p, s in self.cache.cached(t).items()}
+
+    def sync(self) -> None:
+        now = self.snapshot()
+        assert now.keys() <= self.model.keys(), "something cached that was never inserted"
+        self.model = now
+
+    @rule(t=st.sampled_from(TOPICS), e=st.integers(0, 20), size=st.integers(1, MAX_ENTRY))
+    def add(self, t: str, e: int, size: int) -> None:
+        if self.cache.insert(t, (0, e), size):
+            self.model[(t, (0, e))] = size
+        self.sync()
+
+    @rule(t=st.sampled_from(TOPICS), first=st.integers(0, 20), n=st.integers(0, 4),
+          reader=st.sampled_from(READERS))  # fmt: skip
+    def read(self, t: str, first: int, n: int, reader: str) -> None:
+        before = self.snapshot()
+        misses = self.cache.read(t, 0, first, first + n, reader)
+        for e in range(first, first + n + 1):
+            assert ((t, (0, e)) in before) == (e not in misses)
+        self.cache.storage_read(t, 0, misses, [3] * len(misses), reader)
+        for e in misses:
+            if (0, e) in self.cache.cached(t):
+                self.model[(t, (0, e))] = 3
+        self.sync()
+
+    @rule(
+        t=st.sampled_from(TOPICS), reader=st.sampled_from(READERS), e=st.none() | st.integers(0, 20)
+    )
+    def move_cursor(self, t: str, reader: str, e: int | None) -> None:
+        before = self.cursors[t].slowest_position()
+        if e is None:
+            self.cursors[t].remove(reader)
+        else:
+            self.cursors[t].add(reader, (0, e))
+        self.cache.cursors_changed(t)
+        self.sync()
+        slowest = self.cursors[t].slowest_position()
+        if slowest is None and len(self.cursors[t]) == 0:
+            assert not any(topic == t for (topic, _) in self.model)
+        elif slowest is not None and slowest != before:
+            assert all(p >= slowest for (topic, p) in self.model if topic == t)
+
+    @rule(ms=st.integers(0, 40))
+    def advance(self, ms: int) -> None:
+        self.loop.run_until(self.loop.now_ns() + ms * MS)
+        self.sync()
+
+    @invariant()
+    def accounting(self) -> None:
+        size = self.cache.size_bytes()
+        assert size >= 0
+        assert size == sum(self.model.values())
+        # Inserts are refused at the limit, so one entry is the most it can overshoot.
+        assert size < LIMIT + MAX_ENTRY
+        counters = self.cache.counters
+        assert counters.cache_inserts - counters.removals() == len(self.model)
+
+
+TestLegacyModel = LegacyMachine.TestCase
+TestLegacyModel.settings = settings(max_examples=40, stateful_step_count=40, deadline=None)
