@@ -134,6 +134,8 @@ def _collect(broker: Broker) -> dict[str, float]:
         metrics[name] = value
     hits, misses = metrics["cache_hits"], metrics["cache_misses"]
     metrics["cache_hit_ratio"] = hits / (hits + misses) if hits + misses else 0.0
+    written, changed = metrics["ack_persisted_bytes"], metrics["ack_changed_bytes"]
+    metrics["ack_write_amplification"] = written / changed if changed else 0.0
     return {name: _number(metrics[name]) for name in sorted(metrics)}
 
 

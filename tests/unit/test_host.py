@@ -94,8 +94,9 @@ def test_disable_env_blocks_plugins_by_name(site: Path, monkeypatch: pytest.Monk
     )
     monkeypatch.setenv("BROKERLAB_DISABLE_PLUGINS", " fakeplug_fifo , baselines")
     host = PluginHost()
-    assert cache_names(host) == []
+    assert {"fifo", "disabled"}.isdisjoint(cache_names(host))
     assert "fakeplug_fifo" not in host.plugin_names()
+    assert "baselines" not in host.plugin_names()
 
 
 def test_p_module_registers_a_plain_module(site: Path) -> None:

@@ -511,17 +511,22 @@ class Broker:
         dispatcher.redeliver(positions)
         dispatcher.read_more()
 
-    def _account(self, outcome: PersistOutcome | None) -> None:
-        if outcome is not None:
-            self.counters.ack_persists += 1
-            self.counters.ack_persisted_bytes += outcome.bytes_written
-            self.counters.ack_ranges_dropped += outcome.ranges_dropped
+    def _account(self, outcome: PersistOutcome | None) -> bool:
+        """Count one cursor write; returns whether there was one."""
+        if outcome is None:
+            return False
+        self.counters.ack_persists += 1
+        self.counters.ack_persisted_bytes += outcome.bytes_written
+        self.counters.ack_ranges_dropped += outcome.ranges_dropped
+        return True
 
     # ---- periodic tasks -----------------------------------------------------------------------
 
     def _flush_cursors(self) -> None:
         for dispatcher in self.dispatchers:
-            self._account(dispatcher.persister.flush(dispatcher.cursor))
+            if self._account(dispatcher.persister.flush(dispatcher.cursor)):
+                # A write can end a pause (PIP-299 re-reads its cached size only when it persists).
+                dispatcher.check_pause()
 
     def _sample(self) -> None:
         """Peaks of gauges that plugins report as current values."""

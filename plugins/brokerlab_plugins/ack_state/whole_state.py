@@ -1,0 +1,182 @@
+"""The persister Pulsar ships: the whole state in one entry per write, on the mark-delete cadence.
+
+What differs between the unlimited baseline, the range-count limits (§0.1) and the PIP-299 byte
+limit (§0.2) is only how one write is encoded (what is kept, how many bytes) and when dispatch
+pauses; that is an :class:`Encoder`. Cadence (§3.4), the cursor ledger and metadata-store paths
+(§3.5 to §3.7, §6) and the write-amplification accounting (§0.4) are shared here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Protocol
+
+from brokerlab.protocols import AckState, Clock, PersistOutcome, RecoveredAckState
+from brokerlab_plugins.ack_state.cadence import MarkDeleteRateLimiter
+from brokerlab_plugins.ack_state.pause import PauseSwitch
+from brokerlab_plugins.ack_state.shapes import LedgerState, Snapshot
+from brokerlab_plugins.ack_state.storage import CursorStorage, Encoded, Written
+from brokerlab_plugins.ack_state.wire_size import managed_cursor_info_bytes
+
+__all__ = ["Encoder", "StorageLimits", "WholeStatePersister"]
+
+
+class Encoder(Protocol):
+    """How one persister serializes and truncates a write, and when it asks for a pause."""
+
+    def entry(self, snap: Snapshot) -> Encoded:
+        """The cursor-ledger entry (PositionInfo)."""
+
+    def metadata_store(self, snap: Snapshot, now_ms: int) -> Encoded:
+        """The metadata-store node holding the state (``cursorsLedgerId = -1``)."""
+
+    def close_to_ledger(self) -> bool:
+        """Whether a close may go to the ledger at all (Pulsar: a range cap above 0)."""
+
+    def over_limit(self, state: AckState) -> bool:
+        """The pause predicate, consulted only while the pause switch is on."""
+
+    def stats(self) -> Mapping[str, float]: ...
+
+
+class StorageLimits(Protocol):
+    """The broker settings the shared machinery reads (a subset of ``BrokerSettings``)."""
+
+    managed_ledger_default_mark_delete_rate_limit: float
+    managed_ledger_cursor_max_entries_per_ledger: int
+    managed_ledger_cursor_rollover_time_in_seconds: int
+    max_message_size: int
+
+    @property
+    def unacked_ranges_to_persist_in_metadata_store(self) -> int: ...
+
+
+class WholeStatePersister:
+    """One durable cursor's writes: cadence, storage paths and accounting around an encoder."""
+
+    def __init__(
+        self,
+        clock: Clock,
+        settings: StorageLimits,
+        encoder: Encoder,
+        pause: PauseSwitch | None = None,
+        frame_limit: int | None = None,
+    ) -> None:
+        self._clock = clock
+        self.encoder = encoder
+        self.pause = pause or PauseSwitch(broker=False)
+        self._limiter = MarkDeleteRateLimiter(
+            settings.managed_ledger_default_mark_delete_rate_limit, clock.now_ns()
+        )
+        self._store_threshold = settings.unacked_ranges_to_persist_in_metadata_store
+        self.storage = CursorStorage(
+            clock,
+            frame_limit,
+            settings.managed_ledger_cursor_max_entries_per_ledger,
+            settings.managed_ledger_cursor_rollover_time_in_seconds,
+            RecoveredAckState(mark_delete=(-1, -1)),
+        )
+        self._dirty = False
+        self._persisted: dict[int, LedgerState] = {}
+        self._changed_bytes = 0
+        self.recovery_path = ""
+
+    # ---- AckStatePersister --------------------------------------------------------------------
+
+    def created(self, state: AckState) -> PersistOutcome | None:
+        snap = Snapshot.of(state)
+        return self._outcome(snap, self.storage.open(self.encoder.entry(snap), self._pointer(snap)))
+
+    def acked(self, state: AckState, changed_ledgers: Sequence[int]) -> PersistOutcome | None:
+        if self._limiter.try_acquire(self._clock.now_ns()):
+            return self._persist(state)
+        self._dirty = True  # the periodic flush writes it
+        return None
+
+    def flush(self, state: AckState) -> PersistOutcome | None:
+        return self._persist(state) if self._dirty else None
+
+    def close(self, state: AckState) -> PersistOutcome | None:
+        snap = Snapshot.of(state)
+        to_ledger = (
+            self.storage.ledger_writable
+            and self.encoder.close_to_ledger()
+            and state.range_count() > self._store_threshold
+        )
+        written = self.storage.close(
+            lambda: self.encoder.entry(snap), to_ledger, lambda: self._store(snap)
+        )
+        return self._outcome(snap, written)
+
+    def crash(self) -> None:
+        self._dirty = False
+
+    def recover(self) -> RecoveredAckState:
+        state, self.recovery_path = self.storage.recover()
+        self._persisted = {}
+        return state
+
+    def should_pause_dispatch(self, state: AckState) -> bool:
+        # A disabled switch answers at once, without sizing the state (Pulsar #22729).
+        return self.pause.enabled and self.encoder.over_limit(state)
+
+    def stats(self) -> Mapping[str, float]:
+        s = self.storage
+        return {
+            "ack_changed_bytes": self._changed_bytes,
+            "ack_metadata_store_writes": s.metadata_store_writes,
+            "ack_oversize_entries": s.oversize_entries,
+            "ack_cursor_ledger_rollovers": s.rollovers,
+            **self.encoder.stats(),
+        }
+
+    # ---- internals ----------------------------------------------------------------------------
+
+    def _persist(self, state: AckState) -> PersistOutcome:
+        snap = Snapshot.of(state)
+        written = self.storage.persist(
+            self.encoder.entry(snap), lambda: self._store(snap), self._pointer(snap)
+        )
+        return self._outcome(snap, written)
+
+    def _store(self, snap: Snapshot) -> Encoded:
+        return self.encoder.metadata_store(snap, self._clock.now_ms())
+
+    def _pointer(self, snap: Snapshot) -> _Pointer:
+        return _Pointer(snap, self._clock.now_ms())
+
+    def _outcome(self, snap: Snapshot, written: Written) -> PersistOutcome:
+        """Account one successful write: changed bytes since the previous one, dirtiness."""
+        ledgers = snap.ledgers
+        previous = self._persisted
+        changed = [lid for lid, ledger in ledgers.items() if previous.get(lid) != ledger]
+        self._changed_bytes += snap.changed_bytes(changed)
+        self._persisted = ledgers
+        self._dirty = False
+        durable = written.durable
+        return PersistOutcome(
+            bytes_written=written.bytes,
+            ranges_persisted=durable.ranges_persisted,
+            ranges_dropped=durable.ranges_dropped,
+            to_metadata_store=written.to_metadata_store,
+        )
+
+
+class _Pointer:
+    """Size of the metadata-store node that points at a new cursor ledger (no ranges)."""
+
+    __slots__ = ("_now_ms", "_snap")
+
+    def __init__(self, snap: Snapshot, now_ms: int) -> None:
+        self._snap = snap
+        self._now_ms = now_ms
+
+    def __call__(self, ledger_id: int) -> int:
+        snap = self._snap
+        return managed_cursor_info_bytes(
+            ledger_id,
+            snap.mark_delete,
+            properties=snap.properties,
+            cursor_properties=snap.cursor_properties,
+            last_active_ms=self._now_ms,
+        )
