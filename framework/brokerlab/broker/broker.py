@@ -59,6 +59,7 @@ class Counters:
     delayed_early_deliveries: int = 0
     delayed_max_earliness_ms: int = 0
     delayed_duplicate_deliveries: int = 0
+    delayed_spurious_available: int = 0
     storage_entries_read: int = 0
     storage_bytes_read: int = 0
     dispatch_paused_ns: int = 0
@@ -421,7 +422,7 @@ class Broker:
             # Unlimited: the whole queue is processed at this instant.
             chunk.extend(queue)
             queue.clear()
-            self._complete(dispatcher, consumer, chunk, self.loop.now_ns())
+            self._complete(dispatcher, consumer, chunk, self.loop.now_ns(), consumer.epoch)
             return
         limit = max(1, min(consumer.policy.receiver_queue_size // 2, int(rate * ACK_GROUP_NS / NS)))
         while queue and messages < limit:
@@ -430,14 +431,21 @@ class Broker:
             messages += delivery[2]
         start = self.loop.now_ns()
         done = start + round(messages / rate * NS)
-        self.loop.at(done, partial(self._complete, dispatcher, consumer, chunk, start))
+        self.loop.at(
+            done, partial(self._complete, dispatcher, consumer, chunk, start, consumer.epoch)
+        )
 
     def _complete(
-        self, dispatcher: Dispatcher, consumer: Consumer, chunk: list[Delivery], start: int
+        self,
+        dispatcher: Dispatcher,
+        consumer: Consumer,
+        chunk: list[Delivery],
+        start: int,
+        epoch: int,
     ) -> None:
         """A chunk was processed: record latency, ack, nack or leave holes; return permits."""
-        if not consumer.connected:
-            return
+        if consumer.epoch != epoch:
+            return  # the consumer left meanwhile; what it held was handed back
         policy = consumer.policy
         counters = self.counters
         cursor = dispatcher.cursor
@@ -475,6 +483,9 @@ class Broker:
             if cursor.ack(ledger_id, entry_id):
                 counters.acked += messages
                 changed.add(ledger_id)
+            else:
+                # The same position reached two consumers and the other one acked it first.
+                counters.delivered_after_ack += messages
         if cumulative_to is not None:
             counters.acked += sum(
                 pending.pop(p) for p in [p for p in pending if p <= cumulative_to]

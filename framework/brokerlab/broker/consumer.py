@@ -37,6 +37,7 @@ class Consumer:
     __slots__ = (
         "busy",
         "connected",
+        "epoch",
         "group",
         "index",
         "name",
@@ -54,6 +55,7 @@ class Consumer:
         self.group = group
         self.connected = False
         self.busy = False
+        self.epoch = 0
         self.permits = 0
         self.returned = 0
         self.queue: deque[Delivery] = deque()
@@ -65,7 +67,12 @@ class Consumer:
         self.returned = 0
 
     def take_back(self) -> list[Position]:
-        """Disconnect: everything queued or unacknowledged goes back for redelivery."""
+        """Disconnect: everything queued or unacknowledged goes back for redelivery.
+
+        The epoch moves on, so a chunk that was being processed when the consumer left is dropped
+        when its completion comes due instead of acknowledging what was handed back.
+        """
+        self.epoch += 1
         self.connected = False
         self.busy = False
         self.permits = 0

@@ -126,7 +126,7 @@ class Dispatcher:
             return  # caught up: the next publish wakes us
         self._reading = True
         try:
-            tried_replay = False
+            tried_replay = tracker_empty = False
             while True:
                 budget = self._permits()
                 if budget <= 0:
@@ -138,11 +138,15 @@ class Dispatcher:
                         tried_replay = False
                         continue
                 tracker = self.tracker
-                if tracker.has_message_available():
+                if not tracker_empty and tracker.has_message_available():
                     due = tracker.get_scheduled_messages(limit)
-                    if due:
-                        self._read_positions(due, from_tracker=True)
+                    if not due:
+                        self.broker.counters.delayed_spurious_available += 1
+                    # Only a return that dispatched something earns another question; a tracker
+                    # that keeps returning acknowledged positions must not spin this loop.
+                    if due and self._read_positions(due, from_tracker=True):
                         continue
+                    tracker_empty = True
                 if self.paused_since is not None or tracker.should_pause_all_deliveries():
                     return
                 if self.kind == "Key_Shared" and len(self.replay) >= KEY_SHARED_LOOKAHEAD:
@@ -255,9 +259,8 @@ class Dispatcher:
             pos = (ledger_id, entry_id)
             cache.released(topic, pos)
             if pos <= md or (acked is not None and entry_id in acked):
-                if source != NEW:
-                    # An acknowledged entry in the replay queue is a broker bug, not behaviour.
-                    counters.delivered_after_ack += ledger.batch[entry_id]
+                # Acknowledged entries are filtered out, whatever handed them back.
+                if source == REPLAY:
                     replay.discard(pos)
                 continue
             deliver_at = ledger.deliver_at_ms[entry_id]
