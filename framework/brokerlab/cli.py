@@ -12,6 +12,7 @@ import json
 import sys
 import traceback
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any, TextIO
 
 from brokerlab import __version__
@@ -135,6 +136,7 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument("--json", action="store_true", help="print one JSON object")
     run.set_defaults(handler=_cmd_run)
+    _add_matrix_commands(commands)
     return parser
 
 
@@ -302,6 +304,161 @@ def _format_value(value: object) -> str:
     if isinstance(value, list | tuple):
         return ",".join(str(v) for v in value)
     return str(value)
+
+
+# ---- matrix and report: the Spark runner (brokerlab.spark) and its report (brokerlab.report) ---
+
+EXIT_CELLS_FAILED = 3  # the matrix finished, but some cells failed (they are named on stderr)
+
+
+def _add_matrix_commands(commands: Any) -> None:
+    matrix = commands.add_parser(
+        "matrix",
+        help="run a matrix of profiles x --set sweeps x workloads x seeds on Spark",
+        description="Run every combination of profiles, --set values, workloads and seeds on "
+        "Apache Spark (local[*] unless --master or the Spark configuration names a cluster), "
+        "write Parquet results, summary.csv and report.html. With no --profile, --set or "
+        "--workload it runs the showcase: every ready profile x every named workload x 3 "
+        "seeds, shortened (--scale) to finish in minutes.",
+        epilog="exit codes: 0 all cells ok, 2 bad input, 3 some cells failed (named on stderr; "
+        "re-run into the same --out to retry only them), 1 internal error",
+    )
+    matrix.add_argument(
+        "--profile",
+        dest="profiles",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="a profile (repeatable; default: every ready profile in profiles/)",
+    )
+    matrix.add_argument(
+        "--set",
+        dest="sweeps",
+        action="append",
+        default=[],
+        metavar="KEY=V1,V2",
+        help="sweep a key over values (repeatable; \\, keeps a comma inside a value)",
+    )
+    matrix.add_argument(
+        "--workload",
+        dest="workloads",
+        action="append",
+        default=[],
+        metavar="NAME|FILE",
+        help="a named workload or TOML file (repeatable; default: every named workload)",
+    )
+    matrix.add_argument(
+        "--seeds", type=int, default=3, metavar="N", help="seeds 0..N-1 (default 3)"
+    )
+    matrix.add_argument(
+        "--scale",
+        type=float,
+        default=None,
+        metavar="F",
+        help="shorten each workload's time axis by F (0 < F <= 1; default 1, showcase: chosen "
+        "to fit ~4 minutes on this machine's cores)",
+    )
+    matrix.add_argument("--master", metavar="URL", help="Spark master (default: Spark's config)")
+    matrix.add_argument(
+        "--conf",
+        dest="spark_conf",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a Spark configuration value (repeatable)",
+    )
+    matrix.add_argument(
+        "--engine",
+        choices=("pandas", "rdd"),
+        default="pandas",
+        help="Spark API for the cells: mapInPandas (default) or the RDD API",
+    )
+    matrix.add_argument(
+        "--out",
+        type=Path,
+        metavar="DIR",
+        help="results folder (default results/<UTC timestamp>/; an existing one is resumed)",
+    )
+    matrix.set_defaults(handler=_cmd_matrix)
+
+    report = commands.add_parser("report", help="rebuild report.html from a matrix's results")
+    report.add_argument("out", type=Path, metavar="DIR", help="a brokerlab matrix --out folder")
+    report.set_defaults(handler=_cmd_report)
+
+
+def _cmd_matrix(args: argparse.Namespace, host: PluginHost, out: TextIO) -> int:
+    import os
+
+    from brokerlab.errors import ProfileError
+    from brokerlab.report import build_report
+    from brokerlab.spark import MatrixRequest, ready_profiles, run_matrix, showcase_scale
+
+    showcase = not (args.profiles or args.workloads or args.sweeps)
+    profiles = args.profiles or [str(p) for p in ready_profiles(_profiles_folder())]
+    if not profiles:
+        raise ProfileError("has no ready profiles (*.conf); give --profile FILE", value="profiles/")
+    workloads = args.workloads or [reg.record.name for reg in host.records("workload")]
+    scale = args.scale
+    if scale is None:
+        local = args.master is None or args.master.startswith("local")
+        cores = (os.cpu_count() or 2) if local else 2
+        scale = showcase_scale(len(profiles), args.seeds, cores) if showcase else 1.0
+    conf: dict[str, str] = {}
+    for item in args.spark_conf:
+        key, separator, value = item.partition("=")
+        if not separator or not key.strip():
+            raise ProfileError("is not of the form key=value", key="--conf", value=item)
+        conf[key.strip()] = value
+    if showcase:
+        sys.stderr.write(
+            f"showcase: {len(profiles)} profiles x {len(workloads)} workloads x {args.seeds} "
+            f"seeds, each workload's time axis scaled by {scale} (--scale)\n"
+        )
+    request = MatrixRequest(
+        profiles=profiles,
+        sweeps=args.sweeps,
+        workloads=workloads,
+        seeds=args.seeds,
+        scale=scale,
+        out=args.out,
+        master=args.master,
+        modules=args.modules,
+        engine=args.engine,
+        spark_conf=conf,
+    )
+    outcome = run_matrix(request, host, sys.stderr)
+    report = build_report(outcome.out)
+    out.write(
+        f"{outcome.cells} cells ({outcome.resumed} resumed, {outcome.ran} run, "
+        f"{len(outcome.failed)} failed)\n"
+        f"results: {outcome.out / 'results'} (Parquet, partitioned by workload)\n"
+        f"summary: {outcome.out / 'summary.csv'}\n"
+        f"report:  {report}\n"
+    )
+    if outcome.failed:
+        sys.stderr.write(
+            f"brokerlab: {len(outcome.failed)} cells failed (tracebacks in the "
+            "report and the Parquet 'error' column):\n"
+        )
+        for label in outcome.failed:
+            sys.stderr.write(f"  {label}\n")
+        return EXIT_CELLS_FAILED
+    return EXIT_OK
+
+
+def _profiles_folder() -> Path:
+    """``profiles/`` of the working directory, else of the source checkout brokerlab runs from."""
+    here = Path("profiles")
+    if here.is_dir():
+        return here
+    return Path(__file__).resolve().parents[2] / "profiles"
+
+
+def _cmd_report(args: argparse.Namespace, host: PluginHost, out: TextIO) -> int:
+    from brokerlab.report import build_report
+
+    out.write(f"report: {build_report(args.out)}\n")
+    return EXIT_OK
 
 
 # ---- entry point -------------------------------------------------------------------------------

@@ -151,7 +151,7 @@ class Dispatcher:
                     return
                 if self.kind == "Key_Shared" and len(self.replay) >= KEY_SHARED_LOOKAHEAD:
                     return
-                if not self._read_new(limit, budget):
+                if self.waiting or not self._read_new(limit, budget):
                     return
         finally:
             self._reading = False
