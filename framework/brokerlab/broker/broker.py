@@ -461,10 +461,12 @@ class Broker:
         nacked: list[Position] = []
         cumulative_to: Position | None = None
         done_messages = 0
+        hist_get = hist.get
+        cumulative = policy.cumulative
         for i, (ledger_id, entry_id, messages, publish_ns, _key) in enumerate(chunk):
             done_messages += messages
-            latency = (start + done_messages * per_message_ns - publish_ns) // MS
-            hist[int(latency)] = hist.get(int(latency), 0) + messages
+            latency = int((start + done_messages * per_message_ns - publish_ns) // MS)
+            hist[latency] = hist_get(latency, 0) + messages
             pos = (ledger_id, entry_id)
             if draws is not None and draws[i] < p_drop:
                 if draws[i] < p_nack:
@@ -476,7 +478,7 @@ class Broker:
                     cursor.ack_batch_partially(pos, messages, 1 << index)
                     counters.acked += messages - 1
                 continue
-            if policy.cumulative:
+            if cumulative:
                 cumulative_to = pos
                 continue
             pending.pop(pos, None)

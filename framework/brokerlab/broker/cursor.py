@@ -99,6 +99,15 @@ class Cursor:
 
     def ack(self, ledger_id: int, entry_id: int) -> bool:
         """Acknowledge one entry individually; returns whether it was not acknowledged before."""
+        md_ledger, md_entry = self.md
+        if ledger_id == md_ledger and entry_id == md_entry + 1 and ledger_id not in self.acked:
+            # The common in-order case: the mark-delete moves by one and nothing else changes.
+            self.md = (ledger_id, entry_id)
+            if self._batch:
+                self._batch.pop(self.md, None)
+            if self.read_position <= self.md:
+                self.read_position = self.ledger.next_position(self.md)
+            return True
         if (ledger_id, entry_id) <= self.md:
             return False
         s = self.acked.get(ledger_id)
@@ -109,7 +118,6 @@ class Cursor:
         s.add(entry_id)
         self._batch.pop((ledger_id, entry_id), None)
         self._ranges += 1 - ((entry_id - 1) in s) - ((entry_id + 1) in s)
-        md_ledger, md_entry = self.md
         if (ledger_id == md_ledger and entry_id == md_entry + 1) or (
             entry_id == 0 and self.ledger.next_position(self.md) == (ledger_id, 0)
         ):
