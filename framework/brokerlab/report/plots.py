@@ -1,0 +1,123 @@
+"""The report's charts (matplotlib, Agg backend): PNG bytes, no files, no display."""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+from collections.abc import Sequence
+
+import matplotlib
+
+matplotlib.use("Agg")  # no display on servers and executors; must precede pyplot
+
+import matplotlib.pyplot as plt
+import pandas as pd
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+
+from brokerlab.metrics import METRICS
+
+__all__ = ["KEY_METRICS", "config_label", "metric_bars", "sweep_lines"]
+
+KEY_METRICS: tuple[str, ...] = (
+    "storage_entries_read",
+    "cache_hit_ratio",
+    "cache_peak_bytes",
+    "delayed_index_bytes",
+    "redelivered_after_restart",
+    "dispatch_paused_ms",
+    "latency_p99_ms",
+)
+
+
+def config_label(profile: str, overrides: str, hide: Sequence[str] = ()) -> str:
+    """``profile`` plus its ``--set`` values (except the keys in ``hide``), for legends."""
+    values = {k: v for k, v in json.loads(overrides or "{}").items() if k not in hide}
+    extra = ", ".join(f"{k.split('.')[-1]}={v}" for k, v in values.items())
+    return f"{profile} [{extra}]" if extra else profile
+
+
+def _png(figure: Figure) -> bytes:
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", dpi=90)
+    plt.close(figure)
+    return buffer.getvalue()
+
+
+def _grid(count: int) -> tuple[Figure, list[Axes]]:
+    columns = 4 if count > 4 else count
+    rows = math.ceil(count / columns)
+    figure, axes = plt.subplots(
+        rows, columns, figsize=(4.2 * columns, 3.2 * rows), squeeze=False, layout="constrained"
+    )
+    flat = [ax for row in axes for ax in row]
+    for ax in flat[count:]:
+        ax.set_visible(False)
+    return figure, flat[:count]
+
+
+def _half_width(row: pd.Series) -> float:
+    half = (row["ci95_high"] - row["ci95_low"]) / 2
+    return 0.0 if pd.isna(half) else float(half)
+
+
+def metric_bars(
+    summary: pd.DataFrame, workload: str, metrics: Sequence[str] = KEY_METRICS
+) -> bytes:
+    """One panel per metric: a bar per configuration, with its 95% interval over seeds."""
+    figure, axes = _grid(len(metrics))
+    for ax, metric in zip(axes, metrics, strict=True):
+        rows = summary[summary["metric"] == metric]
+        labels = [config_label(r.profile, r.overrides) for r in rows.itertuples()]
+        means = rows["mean"].tolist()
+        errors = [_half_width(r) for _, r in rows.iterrows()]
+        positions = list(range(len(labels)))
+        ax.barh(positions, means, xerr=errors, color="#4477aa", ecolor="#222222", capsize=3)
+        ax.set_yticks(positions, labels, fontsize=7)
+        ax.invert_yaxis()
+        ax.set_title(f"{metric} ({METRICS[metric].unit})", fontsize=9)
+        ax.tick_params(axis="x", labelsize=7)
+    figure.suptitle(f"{workload}: mean and 95% interval over seeds", fontsize=11)
+    return _png(figure)
+
+
+def _as_number(text: str) -> float | None:
+    try:
+        return float(text)
+    except ValueError:
+        return None
+
+
+def sweep_lines(
+    summary: pd.DataFrame, workload: str, key: str, metrics: Sequence[str] = KEY_METRICS
+) -> bytes:
+    """One panel per metric: the metric against the swept value of ``key``, a line per profile."""
+    data = summary.copy()
+    data["swept"] = [json.loads(o).get(key) for o in data["overrides"]]
+    data = data[data["swept"].notna()]
+    values = sorted(
+        set(data["swept"]), key=lambda v: (_as_number(v) is None, _as_number(v) or 0, v)
+    )
+    numeric = all(_as_number(v) is not None for v in values)
+    data["x"] = [float(v) if numeric else values.index(v) for v in data["swept"]]
+    data["series"] = [
+        config_label(p, o, hide=[key])
+        for p, o in zip(data["profile"], data["overrides"], strict=True)
+    ]
+    figure, axes = _grid(len(metrics))
+    for ax, metric in zip(axes, metrics, strict=True):
+        rows = data[data["metric"] == metric]
+        for series, group in rows.groupby("series", sort=True):
+            group = group.sort_values("x")
+            errors = [_half_width(r) for _, r in group.iterrows()]
+            ax.errorbar(group["x"], group["mean"], yerr=errors, marker="o", capsize=3, label=series)
+        if not numeric:
+            ax.set_xticks(range(len(values)), values, fontsize=7)
+        ax.set_xlabel(key.split(".")[-1], fontsize=7)
+        ax.set_title(f"{metric} ({METRICS[metric].unit})", fontsize=9)
+        ax.tick_params(labelsize=7)
+    if axes:
+        axes[0].legend(fontsize=6)
+    figure.suptitle(f"{workload}: metrics against {key}", fontsize=11)
+    return _png(figure)

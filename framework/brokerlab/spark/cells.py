@@ -1,0 +1,260 @@
+"""The matrix: profiles x ``--set`` sweeps x workloads x seeds, as self-contained cells.
+
+Everything here runs on the driver before Spark starts, so every bad input (a profile, a sweep
+value, a workload) fails fast with the profile or workload error format. A :class:`Cell` carries
+all an executor needs: the validated profile (pickled; executors read no profile files), the
+plugin choices the driver resolved (executors check theirs agree), the workload spec as JSON and
+the seed. Nothing in this module imports pyspark.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import pickle
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from brokerlab.errors import Origin, ProfileError, WorkloadError
+from brokerlab.host import PluginHost
+from brokerlab.profiles import Profile
+from brokerlab.workloads import WorkloadSpec, resolve_workload
+
+__all__ = [
+    "Cell",
+    "Sweep",
+    "build_cells",
+    "parse_sweeps",
+    "scale_workload",
+    "workload_hash",
+]
+
+# A comma separates sweep values; "\," keeps a comma inside one value (for list-valued keys).
+_SPLIT = re.compile(r"(?<!\\),")
+_SET = Origin("--set")
+
+
+@dataclass(frozen=True)
+class Sweep:
+    """One ``--set key=v1,v2,...``: a key and the values it takes, in the order given."""
+
+    key: str
+    values: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One simulation of the matrix, self-contained so that an executor needs no files.
+
+    ``cell_id`` is stable: the same profile label, overrides, resolved settings, workload and seed
+    always give the same id, which is what resuming an interrupted run keys on.
+    """
+
+    cell_id: str
+    profile: str
+    profile_path: str
+    overrides: str
+    workload: str
+    seed: int
+    scale: float
+    profile_pickle: bytes
+    profile_fingerprint: str
+    workload_json: str
+    workload_hash: str
+    plugins: str
+    cost: float
+
+    def as_row(self) -> dict[str, Any]:
+        """The cell as a plain row (what Spark ships to executors)."""
+        return {name: getattr(self, name) for name in CELL_COLUMNS}
+
+
+CELL_COLUMNS: tuple[str, ...] = tuple(Cell.__dataclass_fields__)
+
+
+def parse_sweeps(items: Iterable[str]) -> list[Sweep]:
+    """``["k=v1,v2", ...]`` -> sweeps; a key given twice is an error (which one would win?)."""
+    sweeps: dict[str, Sweep] = {}
+    for item in items:
+        key, separator, text = item.partition("=")
+        key = key.strip()
+        if not separator or not key:
+            raise ProfileError(
+                "is not of the form key=value[,value...]",
+                origin=_SET,
+                value=item,
+                allowed="key=v1,v2,... (write \\, for a comma inside one value)",
+            )
+        values = tuple(part.replace("\\,", ",") for part in _SPLIT.split(text))
+        if key in sweeps:
+            raise ProfileError(
+                "is given twice; list every value in one --set", origin=_SET, key=key
+            )
+        if len(set(values)) != len(values):
+            raise ProfileError("lists a value twice", origin=_SET, key=key, value=text)
+        sweeps[key] = Sweep(key, values)
+    return list(sweeps.values())
+
+
+def workload_hash(spec: WorkloadSpec) -> str:
+    """SHA-256 (hex) of the workload's canonical JSON: equal for workloads that behave the same."""
+    return hashlib.sha256(_canonical(spec).encode()).hexdigest()
+
+
+def _canonical(spec: WorkloadSpec) -> str:
+    return json.dumps(spec.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+
+
+def scale_workload(spec: WorkloadSpec, factor: float) -> WorkloadSpec:
+    """``spec`` with its time axis multiplied by ``factor`` (a shortened run of the same scenario).
+
+    Every time of the scenario scales: ``duration_s``, ``drain_s``, event times, consumer
+    connect/disconnect times, ``publish_until_s``, delayed-delivery delays and nack redelivery
+    delays; so does each topic's ``backlog``, which stands for messages published before the run.
+    Rates, sizes, keys and counts of topics, subscriptions and consumers stay, so the load per
+    second is that of the full workload and a run simulates ``factor`` times fewer messages.
+    What does not scale: the profile's own time settings (cache TTLs, flush intervals), so a
+    shortened run is a preview of the full one, not a copy of it.
+    """
+    if factor == 1.0:
+        return spec
+    if not 0 < factor <= 1:
+        raise WorkloadError(
+            "is out of range", key="--scale", value=factor, allowed="0 < scale <= 1"
+        )
+    data = spec.model_dump(mode="python")
+
+    def seconds(value: float | None) -> float | None:
+        return None if value is None else value * factor
+
+    def millis(value: int) -> int:
+        return round(value * factor)
+
+    data["duration_s"] = spec.duration_s * factor
+    data["drain_s"] = spec.drain_s * factor
+    for event in data["events"]:
+        event["at_s"] *= factor
+    for topic in data["topics"]:
+        topic["backlog"] = round(topic["backlog"] * factor)
+        topic["publish_until_s"] = seconds(topic["publish_until_s"])
+        for delay in topic["delays"]:
+            delay["min_ms"], delay["max_ms"] = millis(delay["min_ms"]), millis(delay["max_ms"])
+        for subscription in topic["subscriptions"]:
+            for consumer in subscription["consumers"]:
+                consumer["connect_at_s"] *= factor
+                consumer["disconnect_at_s"] = seconds(consumer["disconnect_at_s"])
+                consumer["nack_redelivery_delay_ms"] = millis(consumer["nack_redelivery_delay_ms"])
+    return WorkloadSpec.model_validate(data)
+
+
+def estimated_cost(spec: WorkloadSpec) -> float:
+    """A rough relative cost (deliveries + dispatch rounds) used to start long cells first."""
+    cost = 0.0
+    for topic in spec.topics:
+        until = spec.duration_s if topic.publish_until_s is None else topic.publish_until_s
+        messages = topic.count * (topic.rate * until + topic.backlog)
+        readers = sum(s.count for s in topic.subscriptions) or 1
+        cost += messages * (1 + readers) + topic.count * (spec.duration_s + spec.drain_s) * 50
+    return cost
+
+
+def profile_labels(paths: Sequence[str | None]) -> list[str]:
+    """Short names for profiles in results and plots: the file stem, or the path when two clash."""
+    stems = [Path(p).stem if p else "defaults" for p in paths]
+    return [
+        stem if stems.count(stem) == 1 else (str(p) if p else stem)
+        for stem, p in zip(stems, paths, strict=True)
+    ]
+
+
+def build_cells(
+    profiles: Sequence[Profile],
+    sweeps: Sequence[Sweep],
+    workloads: Sequence[str],
+    seeds: int,
+    host: PluginHost,
+    *,
+    scale: float = 1.0,
+) -> list[Cell]:
+    """Every cell of the matrix, validated: each sweep value against each profile, each profile's
+    plugin choices, each workload. Raises :class:`ProfileError` / :class:`WorkloadError`."""
+    if seeds < 1:
+        raise ProfileError("is out of range", key="--seeds", value=seeds, allowed="an integer >= 1")
+    records = {reg.record.name: reg.record for reg in host.records("workload")}
+    specs = [scale_workload(resolve_workload(name, records), scale) for name in workloads]
+    names = [spec.name for spec in specs]
+    if len(set(names)) != len(names):
+        raise WorkloadError("two workloads of the matrix have one name", value=",".join(workloads))
+    labels = profile_labels([str(p.path) if p.path else None for p in profiles])
+    combos = [
+        tuple(zip((s.key for s in sweeps), values, strict=True))
+        for values in itertools.product(*(s.values for s in sweeps))
+    ]
+    cells: list[Cell] = []
+    for label, base in zip(labels, profiles, strict=True):
+        for combo in combos:
+            overrides = dict(combo)
+            # Validated here, before Spark starts: a bad value raises the profile error format.
+            profile = base.with_overrides(overrides) if overrides else base
+            plugins = json.dumps(host.resolve(profile).names(), sort_keys=True)
+            blob = pickle.dumps(profile)
+            fingerprint = profile.fingerprint()
+            for spec in specs:
+                spec_json = spec.model_dump_json()
+                digest = workload_hash(spec)
+                cost = estimated_cost(spec)
+                for seed in range(seeds):
+                    cells.append(
+                        _cell(
+                            label,
+                            base,
+                            overrides,
+                            spec,
+                            spec_json,
+                            digest,
+                            seed,
+                            scale,
+                            blob,
+                            fingerprint,
+                            plugins,
+                            cost,
+                        )
+                    )
+    return cells
+
+
+def _cell(
+    label: str,
+    base: Profile,
+    overrides: Mapping[str, str],
+    spec: WorkloadSpec,
+    spec_json: str,
+    digest: str,
+    seed: int,
+    scale: float,
+    blob: bytes,
+    fingerprint: str,
+    plugins: str,
+    cost: float,
+) -> Cell:
+    overrides_json = json.dumps(dict(sorted(overrides.items())))  # ids ignore --set order
+    identity = json.dumps([label, overrides_json, fingerprint, digest, seed, scale])
+    return Cell(
+        cell_id=hashlib.sha256(identity.encode()).hexdigest()[:16],
+        profile=label,
+        profile_path=str(base.path) if base.path else "",
+        overrides=overrides_json,
+        workload=spec.name,
+        seed=seed,
+        scale=scale,
+        profile_pickle=blob,
+        profile_fingerprint=fingerprint,
+        workload_json=spec_json,
+        workload_hash=digest,
+        plugins=plugins,
+        cost=cost,
+    )

@@ -1,0 +1,187 @@
+"""The results folder: Parquet partitioned by workload, written atomically, read back for resume.
+
+Layout of ``--out DIR``::
+
+    DIR/results/workload=<name>/part-<uuid>.parquet   one file per finished wave and workload
+    DIR/summary.csv                                   mean and 95% t interval over seeds
+    DIR/report.html, DIR/plots/*.png                  the report (brokerlab.report)
+
+Every file is written under ``DIR/.tmp`` and renamed into place, so a crash never leaves a
+half-written file where a reader looks. A cell id may appear more than once (a failed cell that a
+later run retried): readers keep the row that finished last.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import tempfile
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from urllib.parse import quote
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.dataset as ds
+import pyarrow.parquet as pq
+
+from brokerlab.metrics import METRICS
+from brokerlab.spark.schema import METRIC_COLUMNS, RESULT_SCHEMA, STATUS_OK
+
+__all__ = [
+    "GROUP_COLUMNS",
+    "ResultStore",
+    "atomic_path",
+    "summarize",
+    "t_quantile_975",
+]
+
+GROUP_COLUMNS = ("profile", "overrides", "workload", "scale")
+
+# Two-sided 95% quantiles of Student's t by degrees of freedom (no scipy at run time).
+_T975 = {
+    1: 12.706,
+    2: 4.303,
+    3: 3.182,
+    4: 2.776,
+    5: 2.571,
+    6: 2.447,
+    7: 2.365,
+    8: 2.306,
+    9: 2.262,
+    10: 2.228,
+    11: 2.201,
+    12: 2.179,
+    13: 2.160,
+    14: 2.145,
+    15: 2.131,
+    16: 2.120,
+    17: 2.110,
+    18: 2.101,
+    19: 2.093,
+    20: 2.086,
+    21: 2.080,
+    22: 2.074,
+    23: 2.069,
+    24: 2.064,
+    25: 2.060,
+    26: 2.056,
+    27: 2.052,
+    28: 2.048,
+    29: 2.045,
+    30: 2.042,
+    40: 2.021,
+    60: 2.000,
+    120: 1.980,
+}
+
+
+def t_quantile_975(dof: int) -> float:
+    """The 0.975 quantile of Student's t with ``dof`` degrees of freedom (table, conservative)."""
+    if dof < 1:
+        return math.nan
+    if dof in _T975:
+        return _T975[dof]
+    above = [d for d in _T975 if d > dof]
+    return _T975[min(above)] if above else 1.960  # the next smaller dof is the safe side
+
+
+@contextmanager
+def atomic_path(path: Path) -> Iterator[Path]:
+    """Yield a temporary path beside ``path``; on success rename it onto ``path`` in one step."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.close(fd)
+    temporary = Path(name)
+    try:
+        yield temporary
+        os.chmod(temporary, 0o666 & ~_umask())  # mkstemp makes 0600; results are for sharing
+        os.replace(temporary, path)
+    finally:
+        temporary.unlink(missing_ok=True)
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+class ResultStore:
+    """One ``--out`` folder: append finished waves, list finished cells, load every row."""
+
+    def __init__(self, out: Path) -> None:
+        self.out = out
+        self.results = out / "results"
+
+    def write(self, table: pa.Table) -> None:
+        """Append one wave's rows, one Parquet file per workload, each renamed into place."""
+        staging = self.out / ".tmp"
+        staging.mkdir(parents=True, exist_ok=True)
+        workloads = table.column("workload").to_pylist()
+        for name in sorted(set(workloads)):
+            mask = pa.array([w == name for w in workloads])
+            part = table.filter(mask).drop_columns(["workload"])
+            folder = self.results / f"workload={quote(name, safe='')}"
+            folder.mkdir(parents=True, exist_ok=True)
+            temporary = staging / f"{uuid.uuid4().hex}.parquet"
+            pq.write_table(part, temporary)
+            os.replace(temporary, folder / f"part-{uuid.uuid4().hex}.parquet")
+
+    def load(self) -> pd.DataFrame:
+        """Every cell's latest row, with the result schema's columns (empty if nothing ran)."""
+        files = sorted(self.results.glob("workload=*/*.parquet"))
+        if not files:
+            return RESULT_SCHEMA.empty_table().to_pandas()
+        dataset = ds.dataset(
+            files, format="parquet", partitioning="hive", partition_base_dir=str(self.results)
+        )
+        table = dataset.to_table()
+        frame = table.to_pandas()
+        frame["workload"] = frame["workload"].astype(str)
+        frame = frame.sort_values(["cell_id", "finished_at"]).drop_duplicates(
+            "cell_id", keep="last"
+        )
+        return frame[list(RESULT_SCHEMA.names)].reset_index(drop=True)
+
+    def finished(self) -> set[str]:
+        """Ids of the cells that finished ``ok`` (failed cells run again on resume)."""
+        frame = self.load()
+        return set(frame.loc[frame["status"] == STATUS_OK, "cell_id"])
+
+
+def summarize(frame: pd.DataFrame) -> pd.DataFrame:
+    """Mean and 95% t interval over seeds, per profile x overrides x workload x scale x metric."""
+    ok = frame[frame["status"] == STATUS_OK]
+    rows: list[dict[str, object]] = []
+    for keys, group in ok.groupby(list(GROUP_COLUMNS), sort=True):
+        for metric in METRIC_COLUMNS:
+            values = group[metric].dropna().astype(float)
+            n = len(values)
+            mean = float(values.mean()) if n else math.nan
+            std = float(values.std(ddof=1)) if n > 1 else math.nan
+            half = t_quantile_975(n - 1) * std / math.sqrt(n) if n > 1 else math.nan
+            rows.append(
+                {
+                    **dict(zip(GROUP_COLUMNS, keys, strict=True)),
+                    "metric": metric,
+                    "unit": METRICS[metric].unit,
+                    "n": n,
+                    "mean": mean,
+                    "std": std,
+                    "ci95_low": mean - half,
+                    "ci95_high": mean + half,
+                }
+            )
+    columns = [*GROUP_COLUMNS, "metric", "unit", "n", "mean", "std", "ci95_low", "ci95_high"]
+    return pd.DataFrame(rows, columns=columns)
+
+
+def write_summary(frame: pd.DataFrame, out: Path) -> Path:
+    """``summary.csv`` of ``frame``, written atomically; returns its path."""
+    path = out / "summary.csv"
+    with atomic_path(path) as temporary:
+        summarize(frame).to_csv(temporary, index=False)
+    return path

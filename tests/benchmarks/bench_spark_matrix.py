@@ -1,0 +1,136 @@
+"""Speed-up of the Spark matrix runner on local[2] (a plain script, not a test).
+
+    python tests/benchmarks/bench_spark_matrix.py [--scale F] [--engine pandas|rdd|both]
+
+One run measures, on the same 16 cells (baseline profile x a 2-value sweep x tailing,
+key-shared-slow-consumer x 4 seeds, time axis scaled so a cell takes ~2-5 s):
+
+* serial: the cells one after another in this process;
+* pool: ``multiprocessing.Pool(2)``, one cell per task;
+* spark: the runner on ``local[2]`` (session already started), per engine;
+* start-up: the runner's fixed overhead: a cold Spark session plus a one-cell matrix.
+
+It prints the wall times and the ratios. The machine may be shared: run it when it is quiet.
+"""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from brokerlab import make_host
+from brokerlab.spark.cells import Cell
+from brokerlab.spark.executor import HostConfig, run_cells
+from brokerlab.spark.matrix import MatrixRequest, plan
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def cells(scale: float) -> list[Cell]:
+    request = MatrixRequest(
+        profiles=[str(ROOT / "profiles" / "baseline.conf")],
+        sweeps=["managedLedgerMaxUnackedRangesToPersist=100,1000"],
+        workloads=["tailing", "key-shared-slow-consumer"],
+        seeds=4,
+        scale=scale,
+    )
+    return plan(request, make_host())
+
+
+def _one(row: dict[str, Any]) -> dict[str, Any]:
+    return next(run_cells([row], HostConfig()))
+
+
+def serial(matrix: list[Cell]) -> float:
+    started = time.perf_counter()
+    rows = list(run_cells((c.as_row() for c in matrix), HostConfig()))
+    assert all(r["status"] == "ok" for r in rows)
+    return time.perf_counter() - started
+
+
+def pool(matrix: list[Cell]) -> float:
+    started = time.perf_counter()
+    with multiprocessing.get_context("fork").Pool(2) as workers:
+        rows = workers.map(_one, [c.as_row() for c in matrix], chunksize=1)
+    assert all(r["status"] == "ok" for r in rows)
+    return time.perf_counter() - started
+
+
+def spark(matrix: list[Cell], engine: str, warm: list[Cell] | None = None) -> float:
+    """Wall time of the runner on the cells; ``warm`` cells run first, untimed: they start the
+    Python workers, whose start is part of the fixed overhead measured by :func:`startup`."""
+    from brokerlab.spark.runner import RunnerConfig, run_waves
+    from brokerlab.spark.session import start_session
+
+    session, _ = start_session("local[2]", conf={"spark.ui.enabled": "false"})
+    tables: list[Any] = []
+    config = RunnerConfig(engine="rdd" if engine == "rdd" else "pandas")
+    if warm:
+        run_waves(session, warm, config, lambda table: None)
+    started = time.perf_counter()
+    run_waves(session, matrix, config, tables.append)
+    elapsed = time.perf_counter() - started
+    assert sum(t.num_rows for t in tables) == len(matrix)
+    return elapsed
+
+
+def startup(scale: float) -> float:
+    """A cold process: Spark session + a one-cell matrix, minus that cell's own run time."""
+    code = (
+        f"import sys, time; sys.path.insert(0, {str(Path(__file__).parent)!r})\n"
+        "from bench_spark_matrix import cells, spark\n"
+        "from brokerlab.spark.session import start_session\n"
+        "from brokerlab.spark.executor import HostConfig, run_cells\n"
+        f"one = cells({scale!r})[:1]\n"
+        "t = time.perf_counter(); list(run_cells([one[0].as_row()], HostConfig()))\n"
+        "cell = time.perf_counter() - t\n"
+        "t = time.perf_counter(); start_session('local[2]', conf={'spark.ui.enabled': 'false'})\n"
+        "print(time.perf_counter() - t + spark(one, 'pandas') - cell)\n"
+        "from pyspark.sql import SparkSession; SparkSession.getActiveSession().stop()\n"
+    )
+    env = dict(os.environ, SPARK_LOCAL_IP="127.0.0.1", PYSPARK_PYTHON=sys.executable)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    return float(out.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--scale", type=float, default=0.3)
+    parser.add_argument("--rounds", type=int, default=2, help="best of N, methods interleaved")
+    parser.add_argument("--engine", choices=("pandas", "rdd", "both"), default="both")
+    args = parser.parse_args()
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    matrix = cells(args.scale)
+    warm = cells(0.01)[:2]
+    print(f"{len(matrix)} cells at scale {args.scale}; load average {os.getloadavg()[0]:.1f}")
+    engines = ["pandas", "rdd"] if args.engine == "both" else [args.engine]
+    best: dict[str, float] = {}
+    for round_ in range(args.rounds):
+        # Interleaved, best of N: on a shared machine the load drifts during a run.
+        times = {"serial": serial(matrix), "pool": pool(matrix)}
+        for engine in engines:
+            times[f"spark-{engine}"] = spark(matrix, engine, warm)  # idle workers exit in 60 s
+        print(f"round {round_ + 1}: " + ", ".join(f"{k} {v:.1f} s" for k, v in times.items()))
+        for name, seconds in times.items():
+            best[name] = min(seconds, best.get(name, seconds))
+    t_serial, t_pool = best["serial"], best["pool"]
+    print(f"serial        {t_serial:7.1f} s   ({t_serial / len(matrix):.2f} s per cell)")
+    print(f"Pool(2)       {t_pool:7.1f} s   speed-up {t_serial / t_pool:.2f}x")
+    for engine in engines:
+        t_spark = best[f"spark-{engine}"]
+        print(
+            f"spark {engine:<7} {t_spark:7.1f} s   speed-up {t_serial / t_spark:.2f}x, "
+            f"{t_pool / t_spark:.2f}x the pool's speed"
+        )
+    print(f"start-up      {startup(args.scale):7.1f} s   (cold session + one-cell job overhead)")
+    print(f"load average at the end {os.getloadavg()[0]:.1f}")
+
+
+if __name__ == "__main__":
+    main()

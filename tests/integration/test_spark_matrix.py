@@ -1,0 +1,364 @@
+"""The Spark matrix runner end to end: ``brokerlab matrix`` as a user starts it.
+
+Planning tests need no Spark. The ``spark`` tests run one small matrix locally (two small
+workload files, a profile whose plugin raises, a ``--set`` sweep, two seeds) and check parity with
+``brokerlab run --json``, failed rows, resume after a kill, the report; and one on a real
+standalone cluster on 127.0.0.1 started from the pyspark package.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from brokerlab import make_host
+from brokerlab.spark.cells import parse_sweeps, scale_workload
+from brokerlab.spark.matrix import MatrixRequest, plan, showcase_scale
+from brokerlab.spark.results import summarize, t_quantile_975
+from brokerlab.workloads import parse_workload
+
+ROOT = Path(__file__).resolve().parents[2]
+BASELINE = ROOT / "profiles" / "baseline.conf"
+SWEEP = "managedLedgerMaxUnackedRangesToPersist=100,1000"
+
+WORKLOAD = """
+name = "{name}"
+duration_s = {duration}
+drain_s = 1
+[[topics]]
+name = "t"
+rate = {rate}
+[[topics.subscriptions]]
+name = "s"
+type = "Shared"
+[[topics.subscriptions.consumers]]
+count = 2
+rate = 150
+"""
+
+# A plugin whose ack-state persister raises: every cell of a profile selecting it fails.
+EXPLODING_PLUGIN = """
+from brokerlab import AckStatePersisterRecord, hookimpl
+
+def _explode(context, cursor):
+    raise RuntimeError("boom: the test plugin always fails")
+
+@hookimpl
+def brokerlab_ack_state_persisters():
+    yield AckStatePersisterRecord(name="explode", description="always raises", factory=_explode)
+"""
+
+
+@pytest.fixture(scope="module")
+def inputs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    folder = tmp_path_factory.mktemp("inputs")
+    (folder / "w_small.toml").write_text(WORKLOAD.format(name="w-small", duration=3, rate=200))
+    (folder / "w_busy.toml").write_text(WORKLOAD.format(name="w-busy", duration=2, rate=500))
+    (folder / "exploding.conf").write_text(
+        f"sim.include={BASELINE}\nsim.ackStatePersister=explode\n"
+    )
+    (folder / "explode_plugin.py").write_text(EXPLODING_PLUGIN)
+    return {
+        "small": folder / "w_small.toml",
+        "busy": folder / "w_busy.toml",
+        "exploding": folder / "exploding.conf",
+        "folder": folder,
+    }
+
+
+def _env(inputs: dict[str, Path]) -> dict[str, str]:
+    env = dict(os.environ, PYTHONPATH=str(inputs["folder"]), SPARK_LOCAL_IP="127.0.0.1")
+    env["PYSPARK_PYTHON"] = sys.executable
+    return env
+
+
+def _brokerlab(
+    args: list[str], inputs: dict[str, Path], plugin: bool = True
+) -> subprocess.CompletedProcess[str]:
+    modules = ["-p", "explode_plugin"] if plugin else []
+    command = [sys.executable, "-m", "brokerlab", *modules, *args]
+    return subprocess.run(
+        command, capture_output=True, text=True, env=_env(inputs), timeout=900, check=False
+    )
+
+
+def _matrix_args(inputs: dict[str, Path], out: Path, *extra: str) -> list[str]:
+    return [
+        "matrix",
+        "--profile", str(BASELINE),
+        "--profile", str(inputs["exploding"]),
+        "--set", SWEEP,
+        "--workload", str(inputs["small"]),
+        "--workload", str(inputs["busy"]),
+        "--seeds", "2",
+        "--out", str(out),
+        "--conf", "spark.ui.enabled=false",
+        *extra,
+    ]  # fmt: skip
+
+
+def _load(out: Path) -> list[dict[str, object]]:
+    from brokerlab.spark.results import ResultStore
+
+    frame = ResultStore(out).load()
+    return list(frame.to_dict("records"))
+
+
+# ---- planning: no Spark ---------------------------------------------------------------------
+
+
+def test_cells_are_the_cartesian_product(
+    inputs: dict[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.syspath_prepend(str(inputs["folder"]))
+    request = MatrixRequest(
+        profiles=[str(BASELINE), str(inputs["exploding"])],
+        sweeps=[SWEEP],
+        workloads=[str(inputs["small"]), str(inputs["busy"])],
+        seeds=3,
+    )
+    cells = plan(request, make_host(["explode_plugin"]))
+    assert len(cells) == 2 * 2 * 2 * 3
+    assert len({c.cell_id for c in cells}) == len(cells)
+    again = plan(request, make_host(["explode_plugin"]))
+    assert [c.cell_id for c in again] == [c.cell_id for c in cells]  # stable ids: resume keys
+
+
+def test_sweep_values_split_on_unescaped_commas() -> None:
+    sweeps = parse_sweeps([r"a=1,2", r"b=x\,y,z"])
+    assert [(s.key, s.values) for s in sweeps] == [("a", ("1", "2")), ("b", ("x,y", "z"))]
+
+
+def test_scaling_shortens_every_time_of_the_scenario() -> None:
+    spec = parse_workload(
+        WORKLOAD.format(name="w", duration=100, rate=10)
+        + '[[events]]\nat_s = 50\nkind = "restart"\n',
+        "test",
+    )
+    short = scale_workload(spec, 0.1)
+    assert (short.duration_s, short.drain_s, short.events[0].at_s) == (10, 0.1, 5)
+    assert short.topics[0].rate == spec.topics[0].rate
+
+
+def test_t_interval_matches_student() -> None:
+    assert t_quantile_975(2) == pytest.approx(4.303)
+    assert t_quantile_975(35) == pytest.approx(2.030, abs=0.01)
+    import pandas as pd
+
+    from brokerlab.spark.schema import RESULT_SCHEMA
+
+    frame = RESULT_SCHEMA.empty_table().to_pandas()
+    rows = [
+        {**dict.fromkeys(frame.columns), "profile": "p", "overrides": "{}", "workload": "w",
+         "scale": 1.0, "status": "ok", "delivered": v}
+        for v in (10.0, 12.0, 14.0)
+    ]  # fmt: skip
+    summary = summarize(pd.DataFrame(rows, columns=frame.columns))
+    row = summary[summary["metric"] == "delivered"].iloc[0]
+    assert row["mean"] == 12.0
+    assert row["ci95_high"] - 12.0 == pytest.approx(4.303 * 2.0 / 3**0.5)
+
+
+def test_showcase_scale_fits_the_budget() -> None:
+    assert showcase_scale(1, 3, 2) >= showcase_scale(10, 3, 2)
+    assert showcase_scale(100, 3, 2) == min((0.2, 0.1, 0.05, 0.02))
+
+
+def test_bad_sweep_fails_before_spark_starts(inputs: dict[str, Path], tmp_path: Path) -> None:
+    probe = (
+        "import sys; from brokerlab.cli import main; "
+        "code = main(sys.argv[1:]); "
+        "print('pyspark' in sys.modules, 'brokerlab.spark.runner' in sys.modules); sys.exit(code)"
+    )
+    args = ["matrix", "--profile", str(BASELINE), "--set", "managedLedgerCacheSizeMB=10,-5",
+            "--workload", str(inputs["small"]), "--out", str(tmp_path / "out")]  # fmt: skip
+    started = time.monotonic()
+    result = subprocess.run(
+        [sys.executable, "-c", probe, *args], capture_output=True, text=True, check=False
+    )
+    assert result.returncode == 2, result.stderr
+    assert "managedLedgerCacheSizeMB" in result.stderr and "'-5'" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert result.stdout.split() == ["False", "False"]  # Spark never imported, let alone started
+    assert time.monotonic() - started < 10
+    assert not (tmp_path / "out").exists()
+
+
+# ---- on local Spark ---------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def local_run(inputs: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("local") / "out"
+    result = _brokerlab(_matrix_args(inputs, out), inputs)
+    assert result.returncode == 3, result.stderr  # the exploding profile's cells failed
+    assert "cells failed" in result.stderr and "exploding" in result.stderr
+    assert "report:" in result.stdout
+    return out
+
+
+@pytest.mark.spark
+@pytest.mark.slow
+def test_failed_cells_become_rows_and_the_rest_finish(local_run: Path) -> None:
+    rows = _load(local_run)
+    assert len(rows) == 16
+    failed = [r for r in rows if r["status"] == "failed"]
+    assert {r["profile"] for r in failed} == {"exploding"} and len(failed) == 8
+    assert all("boom: the test plugin always fails" in str(r["error"]) for r in failed)
+    ok = [r for r in rows if r["status"] == "ok"]
+    assert len(ok) == 8 and all(r["delivered"] and r["error"] is None for r in ok)
+    assert all(r["profile_fingerprint"] and r["workload_hash"] for r in ok)
+    assert (local_run / "report.html").stat().st_size > 10_000
+    assert sorted(p.name for p in (local_run / "results").iterdir()) == [
+        "workload=w-busy",
+        "workload=w-small",
+    ]
+
+
+@pytest.mark.spark
+@pytest.mark.slow
+def test_rows_equal_brokerlab_run(local_run: Path, inputs: dict[str, Path]) -> None:
+    rows = [r for r in _load(local_run) if r["status"] == "ok"]
+    files = {"w-small": inputs["small"], "w-busy": inputs["busy"]}
+    for row in sorted(rows, key=lambda r: str(r["cell_id"]))[:2]:
+        overrides = [f"--set={k}={v}" for k, v in json.loads(str(row["overrides"])).items()]
+        workload = str(files[str(row["workload"])])
+        args = ["run", "--profile", str(row["profile_path"]), "--workload", workload,
+                "--seed", str(row["seed"]), *overrides, "--json"]  # fmt: skip
+        result = _brokerlab(args, inputs)
+        assert result.returncode == 0, result.stderr
+        expected = json.loads(result.stdout)["metrics"]
+        assert {name: row[name] for name in expected} == expected
+
+
+@pytest.mark.spark
+@pytest.mark.slow
+def test_resume_after_a_kill_recomputes_nothing_finished(
+    local_run: Path, inputs: dict[str, Path], tmp_path: Path
+) -> None:
+    out = tmp_path / "out"
+    command = [sys.executable, "-m", "brokerlab", "-p", "explode_plugin",
+               *_matrix_args(inputs, out, "--seeds", "3")]  # fmt: skip
+    process = subprocess.Popen(
+        command, env=_env(inputs), start_new_session=True,
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline and process.poll() is None:
+            if list((out / "results").glob("*/*.parquet")):
+                break
+            time.sleep(0.2)
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)  # the run and its JVM, mid-matrix
+        process.wait()
+    before = {r["cell_id"]: r for r in _load(out) if r["status"] == "ok"}
+    assert not list(out.glob("results/**/*.tmp"))  # nothing half-written where readers look
+
+    result = _brokerlab(_matrix_args(inputs, out, "--seeds", "3"), inputs)
+    assert result.returncode == 3, result.stderr
+    rows = {str(r["cell_id"]): r for r in _load(out)}
+    assert len(rows) == 24
+    for cell_id, old in before.items():  # finished cells kept their row: not recomputed
+        assert rows[str(cell_id)]["finished_at"] == old["finished_at"]
+        assert rows[str(cell_id)]["executor"] == old["executor"]
+    assert sum(r["status"] == "ok" for r in rows.values()) == 12
+
+
+# ---- on a standalone cluster -----------------------------------------------------------------
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture
+def standalone(tmp_path: Path) -> Iterator[str]:
+    """One master and two 1-core workers on 127.0.0.1, from the pyspark package's jars."""
+    import pyspark
+
+    spark_home = Path(pyspark.__file__).parent
+    env = dict(os.environ, SPARK_HOME=str(spark_home), SPARK_LOCAL_IP="127.0.0.1",
+               SPARK_WORKER_DIR=str(tmp_path / "work"), SPARK_LOG_DIR=str(tmp_path))  # fmt: skip
+    port, ui = _free_port(), _free_port()
+    url = f"spark://127.0.0.1:{port}"
+    spark_class = [str(spark_home / "bin" / "spark-class")]
+    processes = []
+    logs = []
+    try:
+        log = open(tmp_path / "master.log", "w")  # noqa: SIM115  closed in finally
+        logs.append(log)
+        processes.append(subprocess.Popen(
+            [*spark_class, "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
+             "--port", str(port), "--webui-port", str(ui)],
+            env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+        ))  # fmt: skip
+        for index in range(2):
+            log = open(tmp_path / f"worker{index}.log", "w")  # noqa: SIM115
+            logs.append(log)
+            processes.append(subprocess.Popen(
+                [*spark_class, "org.apache.spark.deploy.worker.Worker", "--host", "127.0.0.1",
+                 "--cores", "1", "--memory", "1g", "--webui-port", str(_free_port()), url],
+                env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+            ))  # fmt: skip
+        deadline = time.monotonic() + 180
+        while True:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{ui}/json/", timeout=5) as page:
+                    state = json.load(page)
+                if sum(w.get("state") == "ALIVE" for w in state.get("workers", [])) == 2:
+                    break
+            except OSError:
+                pass
+            assert time.monotonic() < deadline, "the standalone cluster did not come up"
+            time.sleep(1)
+        yield url
+    finally:
+        for process in reversed(processes):
+            if process.poll() is None:
+                os.killpg(process.pid, signal.SIGTERM)
+        for process in processes:
+            try:
+                process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait()
+        for log in logs:
+            log.close()
+
+
+@pytest.mark.spark
+@pytest.mark.slow
+def test_standalone_cluster_rows_equal_a_local_run(
+    standalone: str, local_run: Path, inputs: dict[str, Path], tmp_path: Path
+) -> None:
+    out = tmp_path / "cluster"
+    args = ["matrix", "--profile", str(BASELINE), "--set", SWEEP, "--workload",
+            str(inputs["small"]), "--workload", str(inputs["busy"]), "--seeds", "2",
+            "--master", standalone, "--out", str(out),
+            "--conf", "spark.executor.memory=512m", "--conf", "spark.ui.enabled=false"]  # fmt: skip
+    result = _brokerlab(args, inputs, plugin=False)  # executors there cannot import it
+    assert result.returncode == 0, result.stderr
+    cluster = {str(r["cell_id"]): r for r in _load(out)}
+    local = {str(r["cell_id"]): r for r in _load(local_run)}
+    assert len(cluster) == 8 and set(cluster) <= set(local)
+    metrics = [name for name in cluster[next(iter(cluster))] if name not in _NOT_METRICS]
+    for cell_id, row in cluster.items():
+        assert row["status"] == "ok"
+        assert {m: row[m] for m in metrics} == {m: local[cell_id][m] for m in metrics}
+
+
+_NOT_METRICS = {"executor", "elapsed_s", "finished_at"}
