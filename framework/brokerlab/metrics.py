@@ -48,7 +48,7 @@ _TABLE: tuple[Metric, ...] = (
         "acked",
         "messages",
         "counter",
-        "Messages acknowledged by consumers (first acknowledgement only).",
+        "Messages acknowledged by consumers; a message redelivered after a restart and acknowledged again counts again.",
         "messages",
     ),
     Metric(
