@@ -222,3 +222,52 @@ def test_builtin_workload_by_name_with_progress(host: PluginHost) -> None:
     assert result.workload == "tailing"
     assert seen and seen == sorted(seen) and 0 < seen[-1] <= 1.0
     assert result.metrics["delivered"] > 0
+
+
+PAUSE_THEN_REPLAY = """
+    name = "pause-replay"
+    duration_s = 2
+    drain_s = 6
+
+    [[topics]]
+    rate = 200
+    arrival = "constant"
+
+    [[topics.subscriptions]]
+    type = "Shared"
+
+    [[topics.subscriptions.consumers]]
+    name = "leaves"
+    rate = 0
+    ack_hole_probability = 0.5
+    disconnect_at_s = 3
+
+    [[topics.subscriptions.consumers]]
+    name = "arrives"
+    rate = 0
+    connect_at_s = 3.5
+"""
+
+PAUSE_LIMIT_50 = [
+    "sim.ackStatePersister=range-count",
+    "dispatcherPauseOnAckStatePersistentEnabled=true",
+    "managedLedgerMaxUnackedRangesToPersist=50",
+    "managedLedgerPersistIndividualAckAsLongArray=false",
+]
+
+
+def test_ack_state_scenario_25_replay_is_not_paused(host: PluginHost) -> None:
+    """ack-state.md §10 scenario 25, end to end: a consumer leaves holes until the subscription
+    pauses (more than 50 ranges); when it leaves, its unacked messages are replayed to the next
+    consumer although normal reads are paused, and once they are acked the pause lifts."""
+    m = run(host, PAUSE_THEN_REPLAY, 0, *PAUSE_LIMIT_50).metrics
+    assert m["dispatch_paused_ms"] > 0
+    assert m["redelivered"] > 0  # the holes, replayed to the second consumer during the pause
+    assert m["acked"] == m["published"] and m["unacked_at_end"] == 0
+    assert m["lost"] == m["delivered_after_ack"] == 0
+
+
+def test_the_same_holes_without_the_pause_never_pause(host: PluginHost) -> None:
+    m = run(host, PAUSE_THEN_REPLAY, 0, *PAUSE_LIMIT_50[:1], *PAUSE_LIMIT_50[2:]).metrics
+    assert m["dispatch_paused_ms"] == 0
+    assert m["acked"] == m["published"]
