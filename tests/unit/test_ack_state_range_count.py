@@ -367,10 +367,8 @@ def test_scenario_24_resume_on_ack() -> None:
     assert c.range_count() == 0 and not p.should_pause_dispatch(c)
 
 
-@pytest.mark.skip(
-    reason="dispatcher behaviour (framework): replay reads run before the pause check"
-)
-def test_scenario_25_replay_is_not_paused() -> None: ...
+# Scenario 25 (replay is not paused) is the dispatcher's behaviour: it is tested end to end in
+# tests/unit/test_simulation.py::test_ack_state_scenario_25_replay_is_not_paused.
 
 
 def test_scenario_26_single_consumer_types_never_pause(simulated: dict[str, Any]) -> None:
@@ -379,8 +377,8 @@ def test_scenario_26_single_consumer_types_never_pause(simulated: dict[str, Any]
     assert simulated["Failover"]["dispatch_paused_ms"] == 0
 
 
-@pytest.mark.skip(reason="skip/clear/seek/reset are not operations of the simulated broker")
-def test_scenario_27_resume_by_skip_clear_seek_reset() -> None: ...
+# Scenario 27 (resume by skip, clear, seek or reset) has no counterpart: the simulated broker
+# has no admin operations on cursors.
 
 
 def test_scenario_28_dynamic_disable() -> None:
@@ -397,10 +395,8 @@ def test_scenario_29_policy_precedence() -> None:
     assert PauseSwitch(broker=False, namespace=False, topic=True).enabled
 
 
-@pytest.mark.skip(
-    reason="AckState/RecoveredAckState ranges never span ledgers, so there is nothing to split"
-)
-def test_scenario_30_cross_ledger_split_on_recovery() -> None: ...
+# Scenario 30 (splitting a range that spans ledgers on recovery) has no counterpart: AckState
+# and RecoveredAckState ranges never span ledgers.
 
 
 def test_scenario_31_md_jumps_across_ledgers() -> None:
@@ -412,11 +408,8 @@ def test_scenario_31_md_jumps_across_ledgers() -> None:
     assert c.md == (2, 4) and c.range_count() == 0
 
 
-@pytest.mark.skip(
-    reason="persistentUnackedRangesWithMultipleEntriesEnabled only tracks dirty ledgers inside "
-    "Pulsar's RangeSetWrapper and never changes the persisted format; not a modelled key"
-)
-def test_scenario_32_dirty_ledgers_flag() -> None: ...
+# Scenario 32 (persistentUnackedRangesWithMultipleEntriesEnabled) has no counterpart: the flag
+# only tracks dirty ledgers inside Pulsar's range set and never changes what is persisted.
 
 
 def test_scenario_33_oversize_entry_falls_back_to_metadata_store() -> None:
