@@ -39,7 +39,7 @@ class _Clock:
         return 1_700_000_000_000
 
     def call_at(self, when_ns: int, callback: object) -> object:
-        raise NotImplementedError
+        raise AssertionError("a persister must not schedule callbacks")
 
 
 @dataclass

@@ -35,7 +35,7 @@ class FakeClock:
         return 1_700_000_000_000 + self.ns // 1_000_000
 
     def call_at(self, when_ns: int, callback: Any) -> Any:
-        raise NotImplementedError
+        raise AssertionError("a persister must not schedule callbacks")
 
     def advance(self, seconds: float) -> None:
         self.ns += round(seconds * NS)
