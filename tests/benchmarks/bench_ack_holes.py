@@ -122,6 +122,7 @@ def main(acks: int) -> None:
         ("range-count", "range-count", []),
         ("pip299", "pip299", []),
         ("pip81 (3 MiB cap)", "pip81", []),
+        ("pip81 (64 KiB cap)", "pip81", ["maxIndividualAckCacheBytesPerCursor=65536"]),
         ("pip81 (no cap)", "pip81", ["enableLruCacheMaxUnackedRanges=false"]),
     ]
     for label, record, overrides in variants:
