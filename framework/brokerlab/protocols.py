@@ -388,6 +388,8 @@ class RecoveredAckState:
     mark_delete: Position
     acked_ranges: tuple[tuple[Position, Position], ...] = ()
     batch_acks: Mapping[Position, BatchAck] = field(default_factory=dict)
+    mark_delete_properties: Mapping[str, int] = field(default_factory=dict)
+    subscription_properties: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -138,3 +138,14 @@ def test_oversize_ledger_entry_fails_the_flush() -> None:
     assert out is not None and out.ranges_persisted == 0
     assert p.stats()["ack_oversize_entries"] == 1
     assert p.recover().acked_ranges == ()
+
+
+def test_properties_come_back_from_the_marker_and_the_metadata_store() -> None:
+    state = FakeState((1, 4), [((1, 5), (1, 6))], props={"p": 9}, sub_props={"a": "b"})
+    p = persister()
+    p.created(state)
+    p.flush(state)
+    p.crash()
+    got = p.recover()
+    assert got.mark_delete_properties == {"p": 9}
+    assert got.subscription_properties == {"a": "b"}

@@ -260,11 +260,14 @@ def test_scenario_14_metadata_store_path_loses_batch_bitsets() -> None:
     assert p.recovery_path == "store"
 
 
-def test_scenario_15_properties_bytes() -> None:
-    # Recovery of the properties themselves needs RecoveredAckState to carry them (see report).
+def test_scenario_15_properties_round_trip() -> None:
     bare = FakeState((1, 9))
     with_props = FakeState((1, 9), props={"p1": 100, "p2": 200})
     assert entry_bytes(persister(), with_props) - entry_bytes(persister(), bare) == 17
+    p = persister()
+    p.created(with_props)
+    p.crash()
+    assert p.recover().mark_delete_properties == {"p1": 100, "p2": 200}
 
 
 def test_scenario_16_properties_are_never_truncated() -> None:
@@ -275,7 +278,9 @@ def test_scenario_16_properties_are_never_truncated() -> None:
     assert out is not None and out.ranges_persisted == 0
     assert entry_bytes(p, state) == 13 + 2 + (2 + 1 + 1 + 1)  # header + LongProperty {p:7}
     p.crash()
-    assert redelivered((1, -1), ranges, p.recover(), {1: 10}) == 5
+    back = p.recover()
+    assert redelivered((1, -1), ranges, back, {1: 10}) == 5
+    assert back.mark_delete_properties == {"p": 7}
 
 
 def test_scenario_17_cursor_properties_are_metadata_store_only() -> None:
@@ -285,6 +290,10 @@ def test_scenario_17_cursor_properties_are_metadata_store_only() -> None:
     a.created(plain)
     b.created(with_sub)
     assert a.acked(plain, [1]).bytes_written == b.acked(with_sub, [1]).bytes_written
+    b.crash()
+    assert b.recover().subscription_properties == {"a": "b"}
+    a.crash()
+    assert a.recover().subscription_properties == {}
 
 
 def ranges_of(n: int) -> list[tuple[tuple[int, int], tuple[int, int]]]:
@@ -487,3 +496,17 @@ def test_scenario_37_dedup_properties_cost() -> None:
     bare = entry_bytes(persister(), FakeState((1, 0)))
     full = entry_bytes(persister(), FakeState((1, 0), props=producers))
     assert full - bare == 230_000  # never truncated
+
+
+def test_rollback_empties_the_mark_delete_properties_but_not_the_subscription_ones() -> None:
+    """§6.1 rollback: the cursor restarts from the node's mark-delete with empty properties;
+    subscription properties live in the metadata store and survive."""
+    state = FakeState((1, 4), [((1, 5), (1, 6))], props={"p": 1}, sub_props={"a": "b"})
+    p = persister()
+    p.created(state)
+    p.acked(state, [1])
+    p.storage.lose_ledger()
+    got = p.recover()
+    assert p.recovery_path == "rollback"
+    assert got.mark_delete_properties == {}
+    assert got.subscription_properties == {"a": "b"}

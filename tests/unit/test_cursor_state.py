@@ -114,3 +114,14 @@ def test_restore_round_trips_a_snapshot() -> None:
     assert other.acked_ranges() == cursor.acked_ranges()
     assert other.range_count() == cursor.range_count()
     assert other.read_position == ml.next_position(cursor.md)
+
+
+def test_in_order_ack_still_jumps_over_acks_in_a_later_ledger() -> None:
+    """Regression: one entry per ledger, the second acked first; acking the first must carry the
+    mark-delete over both."""
+    ml = ledger_with(2, per_ledger=1)
+    first, second = list(ml.ledger_ids())
+    cursor = Cursor("c", ml, ml.first_position)
+    cursor.ack(second, 0)
+    cursor.ack(first, 0)
+    assert cursor.md == (second, 0) and cursor.range_count() == 0

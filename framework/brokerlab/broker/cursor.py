@@ -100,8 +100,9 @@ class Cursor:
     def ack(self, ledger_id: int, entry_id: int) -> bool:
         """Acknowledge one entry individually; returns whether it was not acknowledged before."""
         md_ledger, md_entry = self.md
-        if ledger_id == md_ledger and entry_id == md_entry + 1 and ledger_id not in self.acked:
-            # The common in-order case: the mark-delete moves by one and nothing else changes.
+        if ledger_id == md_ledger and entry_id == md_entry + 1 and not self.acked:
+            # The common in-order case with no acks ahead (in any ledger): the mark-delete moves
+            # by one and nothing else changes.
             self.md = (ledger_id, entry_id)
             if self._batch:
                 self._batch.pop(self.md, None)

@@ -24,7 +24,7 @@ def range_entry(snap: Snapshot, kept: int, batches: Mapping[Position, BatchAck])
     ranges = snap.ranges[:kept]
     size = position_info_bytes(snap.mark_delete, ranges, batches, snap.properties)
     return Encoded(
-        recovered(snap.mark_delete, ranges, batches),
+        recovered(snap.mark_delete, ranges, batches, snap.properties),
         size,
         len(ranges),
         len(snap.ranges) - len(ranges),
@@ -46,5 +46,8 @@ def range_node(
         now_ms,
     )
     return Encoded(
-        recovered(snap.mark_delete, ranges), size, len(ranges), len(snap.ranges) - len(ranges)
+        recovered(snap.mark_delete, ranges, {}, snap.properties),
+        size,
+        len(ranges),
+        len(snap.ranges) - len(ranges),
     )

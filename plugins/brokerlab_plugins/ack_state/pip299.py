@@ -84,7 +84,7 @@ class ByteLimitEncoder:
                 ranges = [r for lid in kept for r in ledgers[lid].ranges]
                 size = header_bytes(snap.mark_delete) + long_properties_bytes(snap.properties)
                 return Encoded(
-                    recovered(snap.mark_delete, ranges, kept_batches),
+                    recovered(snap.mark_delete, ranges, kept_batches, snap.properties),
                     size + used,
                     len(ranges),
                     len(snap.ranges) - len(ranges),

@@ -13,7 +13,7 @@ flush (the previous marker stays valid and the cursor stays dirty).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from brokerlab.protocols import (
     AckState,
@@ -105,6 +105,7 @@ class SplitAckPersister:
         self.ledger_entries_written = 0
         self.marker_fallbacks = 0
         self.recovery_path = ""
+        self._cursor_properties: Mapping[str, str] = {}
 
     # ---- AckStatePersister --------------------------------------------------------------------
 
@@ -159,7 +160,9 @@ class SplitAckPersister:
         )
         ranges = [r for st in self._written.values() for r in st.ranges]
         batches = {p: b for st in self._written.values() for p, b in st.batches}
-        return recovered(marker.mark_delete, ranges, batches)
+        state = recovered(marker.mark_delete, ranges, batches, marker.properties)
+        # Subscription properties live in the metadata store, untouched by the cursor ledger.
+        return replace(state, subscription_properties=dict(self._cursor_properties))
 
     def should_pause_dispatch(self, state: AckState) -> bool:
         return False  # PIP-81 persists everything; it has no pause
@@ -204,6 +207,7 @@ class SplitAckPersister:
         if self.fail_next_marker:
             self.fail_next_marker = False
             return self._failed(spent)
+        self._cursor_properties = snap.cursor_properties
         marker = _Marker(md, dict(snap.properties), index, marker_bytes(md, snap.properties, index))
         self._log.append(marker)
         spent += marker.bytes

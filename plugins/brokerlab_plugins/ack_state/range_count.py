@@ -112,7 +112,7 @@ class RangeCountEncoder:
         self.ledgers_dropped += len(dropped)
         self.entries_dropped += sum(ledger.cardinality for ledger in dropped)
         return Encoded(
-            recovered(snap.mark_delete, ranges, batches),
+            recovered(snap.mark_delete, ranges, batches, snap.properties),
             size,
             len(ranges),
             len(snap.ranges) - len(ranges),

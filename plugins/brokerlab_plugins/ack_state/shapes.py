@@ -119,8 +119,13 @@ def recovered(
     mark_delete: Position,
     ranges: Iterable[Range],
     batches: Mapping[Position, BatchAck] | None = None,
+    properties: Mapping[str, int] | None = None,
 ) -> RecoveredAckState:
-    """A recovered state clipped to after the mark-delete (older per-ledger data may overlap)."""
+    """A recovered state clipped to after the mark-delete (older per-ledger data may overlap).
+
+    ``properties`` are the mark-delete properties the write carried; subscription properties
+    live in the metadata store only and are attached by the persister at recovery.
+    """
     kept: list[Range] = []
     for lower, upper in ranges:
         if upper <= mark_delete:
@@ -129,4 +134,4 @@ def recovered(
             lower = mark_delete
         kept.append((lower, upper))
     kept_batches = {p: b for p, b in (batches or {}).items() if p > mark_delete}
-    return RecoveredAckState(mark_delete, tuple(kept), kept_batches)
+    return RecoveredAckState(mark_delete, tuple(kept), kept_batches, dict(properties or {}))

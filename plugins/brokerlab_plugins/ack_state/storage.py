@@ -17,7 +17,7 @@ writes the cadence had not made yet.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 from brokerlab.protocols import Clock, RecoveredAckState
@@ -152,11 +152,13 @@ class CursorStorage:
         if self._node_holds_state:
             node = self._node
             self._mode = "none"
-            return RecoveredAckState(node.mark_delete, node.acked_ranges), "store"
+            # The metadata-store path restores no batch bitsets (§6.1 step 2).
+            return replace(node, batch_acks={}), "store"
         if self._ledger_lost or self._last is None:
             self._ledger_lost = False
             self._last = None
             self._mode = "none"
+            # Rollback: the snapshot's mark-delete, no individual acks, empty properties.
             return RecoveredAckState(self._node.mark_delete), "rollback"
         self._mode = "readonly"
         return self._last, "ledger"

@@ -9,6 +9,7 @@ pauses; that is an :class:`Encoder`. Cadence (§3.4), the cursor ledger and meta
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Protocol
 
 from brokerlab.protocols import AckState, Clock, PersistOutcome, RecoveredAckState
@@ -77,6 +78,7 @@ class WholeStatePersister:
             RecoveredAckState(mark_delete=(-1, -1)),
         )
         self._dirty = False
+        self._cursor_properties: Mapping[str, str] = {}
         self._persisted: dict[int, LedgerState] = {}
         self._changed_bytes = 0
         self.recovery_path = ""
@@ -114,7 +116,8 @@ class WholeStatePersister:
     def recover(self) -> RecoveredAckState:
         state, self.recovery_path = self.storage.recover()
         self._persisted = {}
-        return state
+        # Subscription properties live in the metadata store and come back on every path.
+        return replace(state, subscription_properties=dict(self._cursor_properties))
 
     def should_pause_dispatch(self, state: AckState) -> bool:
         # A disabled switch answers at once, without sizing the state (Pulsar #22729).
@@ -147,6 +150,7 @@ class WholeStatePersister:
 
     def _outcome(self, snap: Snapshot, written: Written) -> PersistOutcome:
         """Account one successful write: changed bytes since the previous one, dirtiness."""
+        self._cursor_properties = snap.cursor_properties
         ledgers = snap.ledgers
         previous = self._persisted
         changed = [lid for lid, ledger in ledgers.items() if previous.get(lid) != ledger]
