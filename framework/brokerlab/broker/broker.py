@@ -234,8 +234,6 @@ class Broker:
         self.tuning = tuning
         self.plugins = plugins
         self.loop = loop
-        self.clock = loop
-        self.scheduler = loop
         self.seed = seed
         self.cache = plugins.cache
         self.max_read_batch = tuning.max_read_batch
@@ -245,7 +243,6 @@ class Broker:
         self.latency_ms: dict[int, int] = {}
         self.topics: list[Topic] = []
         self.dispatchers: list[Dispatcher] = []
-        self.persist_stats: dict[str, float] = {}
         self.peaks: dict[str, float] = {}
         self._ledger_ids = LedgerIds()
         self._end_ns = 0

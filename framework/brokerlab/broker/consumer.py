@@ -45,7 +45,6 @@ class Consumer:
         "permits",
         "policy",
         "queue",
-        "returned",
     )
 
     def __init__(self, name: str, index: int, policy: ConsumerPolicy, group: str | None) -> None:
@@ -57,14 +56,12 @@ class Consumer:
         self.busy = False
         self.epoch = 0
         self.permits = 0
-        self.returned = 0
         self.queue: deque[Delivery] = deque()
         self.pending: dict[Position, int] = {}
 
     def connect(self) -> None:
         self.connected = True
         self.permits = self.policy.receiver_queue_size
-        self.returned = 0
 
     def take_back(self) -> list[Position]:
         """Disconnect: everything queued or unacknowledged goes back for redelivery.

@@ -249,7 +249,7 @@ class Dispatcher:
         acked = cursor.acked.get(ledger_id)
         md = cursor.md
         tracker = self.tracker
-        now_ms = broker.clock.now_ms()
+        now_ms = broker.loop.now_ms()
         kind = self.kind
         consumers = self.connected
         replay = self.replay
@@ -342,7 +342,7 @@ class Dispatcher:
         """Early and duplicate returns, measured by the dispatcher so no tracker can hide them."""
         broker = self.broker
         counters = broker.counters
-        now_ms = broker.clock.now_ms()
+        now_ms = broker.loop.now_ms()
         allowance = 0 if broker.delayed_strict else broker.delayed_tick_ms
         ledgers = self.topic.ledger.ledgers
         outstanding = self.delayed_outstanding
@@ -368,7 +368,7 @@ class Dispatcher:
         if self.kind not in MULTI_CONSUMER:
             return
         pause = self.persister.should_pause_dispatch(self.cursor)
-        now = self.broker.clock.now_ns()
+        now = self.broker.loop.now_ns()
         if pause and self.paused_since is None:
             self.paused_since = now
         elif not pause and self.paused_since is not None:

@@ -14,10 +14,9 @@ EPOCH_MS = 1_700_000_000_000
 class Timer:
     """A scheduled callback's handle; ``cancel()`` makes the loop skip it."""
 
-    __slots__ = ("callback", "cancelled")
+    __slots__ = ("cancelled",)
 
-    def __init__(self, callback: Callable[[], None]) -> None:
-        self.callback = callback
+    def __init__(self) -> None:
         self.cancelled = False
 
     def cancel(self) -> None:
@@ -48,7 +47,7 @@ class EventLoop:
 
     def call_at(self, when_ns: int, callback: Callable[[], None]) -> Timer:
         """Schedule ``callback``; the returned handle can cancel it (the plugin-facing form)."""
-        timer = Timer(callback)
+        timer = Timer()
         self._seq += 1
         heapq.heappush(self._heap, (max(when_ns, self._now), self._seq, callback, timer))
         return timer
