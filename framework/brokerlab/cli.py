@@ -88,19 +88,21 @@ def _build_parser() -> argparse.ArgumentParser:
     check.add_argument("files", nargs="+", metavar="FILE")
     check.set_defaults(handler=_cmd_profile_check)
 
-    show = profile_commands.add_parser(
-        "show", parents=[mode], help="print a profile's resolved settings"
-    )
-    show.add_argument("file", metavar="FILE")
-    show.add_argument(
+    overrides = _Parser(add_help=False)
+    overrides.add_argument(
         "--set",
         dest="overrides",
         action="append",
         default=[],
         metavar="KEY=VALUE",
-        help="override one key (repeatable; wins over environment and file)",
+        help="override one profile key (repeatable; wins over environment and file)",
     )
-    show.add_argument("--json", action="store_true", help="print one JSON object")
+    overrides.add_argument("--json", action="store_true", help="print one JSON object")
+
+    show = profile_commands.add_parser(
+        "show", parents=[mode, overrides], help="print a profile's resolved settings"
+    )
+    show.add_argument("file", metavar="FILE")
     show.add_argument(
         "--unmodelled",
         action="store_true",
@@ -120,21 +122,14 @@ def _build_parser() -> argparse.ArgumentParser:
     workloads = commands.add_parser("workloads", help="list the named workloads")
     workloads.set_defaults(handler=_cmd_workloads)
 
-    run = commands.add_parser("run", help="run one simulation on this machine (no Spark)")
+    run = commands.add_parser(
+        "run", parents=[overrides], help="run one simulation on this machine (no Spark)"
+    )
     run.add_argument("--profile", required=True, metavar="FILE", help="the profile to run")
     run.add_argument(
         "--workload", required=True, metavar="NAME|FILE", help="a named workload or a TOML file"
     )
     run.add_argument("--seed", type=int, default=0, metavar="N", help="random seed (default 0)")
-    run.add_argument(
-        "--set",
-        dest="overrides",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="override one profile key (repeatable)",
-    )
-    run.add_argument("--json", action="store_true", help="print one JSON object")
     run.set_defaults(handler=_cmd_run)
     _add_matrix_commands(commands)
     return parser
