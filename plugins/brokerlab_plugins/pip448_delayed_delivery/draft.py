@@ -15,7 +15,8 @@ from brokerlab_plugins.legacy_delayed_delivery.buckets import add_cutoff
 from brokerlab_plugins.legacy_delayed_delivery.index import BucketIndex
 from brokerlab_plugins.legacy_delayed_delivery.timer import NS_PER_MS
 from brokerlab_plugins.legacy_delayed_delivery.tracker import TrackerConfig
-from brokerlab_plugins.pip448_delayed_delivery.manager import PruneRules, TrackerClosedError
+from brokerlab_plugins.pip448_delayed_delivery.manager import PruneRules
+from brokerlab_plugins.pip448_delayed_delivery.proxy import ClosableProxy
 
 __all__ = ["DraftManager"]
 
@@ -223,20 +224,10 @@ class DraftManager:
             ctx.wake()
 
 
-class DraftTracker:
+class DraftTracker(ClosableProxy["DraftManager", "_Context"]):
     """The draft's per-subscription proxy: every answer comes from the manager's topic state."""
 
-    __slots__ = ("_closed", "ctx", "manager")
-
-    def __init__(self, manager: DraftManager, ctx: _Context) -> None:
-        self.manager = manager
-        self.ctx = ctx
-        self._closed = False
-
-    def _live(self) -> _Context:
-        if self._closed:
-            raise TrackerClosedError("DelayedDeliveryTracker is already closed")
-        return self.ctx
+    __slots__ = ()
 
     def add_message(self, ledger_id: int, entry_id: int, deliver_at_ms: int) -> bool:
         return self.manager.add(self._live(), ledger_id, entry_id, deliver_at_ms)
@@ -266,8 +257,3 @@ class DraftTracker:
 
     def clear(self) -> None:
         self._live()  # a no-op in the draft
-
-    def close(self) -> None:
-        if not self._closed:
-            self._closed = True
-            self.manager.unregister(self.ctx)

@@ -9,16 +9,13 @@ from brokerlab.protocols import Position
 from brokerlab_plugins.legacy_delayed_delivery.buckets import precision_bits
 from brokerlab_plugins.legacy_delayed_delivery.timer import TimerMux
 from brokerlab_plugins.legacy_delayed_delivery.tracker import TrackerConfig
+from brokerlab_plugins.pip448_delayed_delivery.proxy import ClosableProxy, TrackerClosedError
 from brokerlab_plugins.pip448_delayed_delivery.shared_index import SharedIndex
 from brokerlab_plugins.pip448_delayed_delivery.view import SubscriptionView
 
 __all__ = ["PruneRules", "TopicManager", "TrackerClosedError", "TrackerProxy"]
 
 NS_PER_MS = 1_000_000
-
-
-class TrackerClosedError(RuntimeError):
-    """An operation on a closed tracker (Pulsar throws ``IllegalStateException``)."""
 
 
 class PruneRules:
@@ -143,20 +140,14 @@ class TopicManager:
         return sum(v.state_bytes() for v in self.views.values())
 
 
-class TrackerProxy:
+class TrackerProxy(ClosableProxy["TopicManager", SubscriptionView]):
     """A dispatcher's thin proxy (``InMemoryTopicDelayedDeliveryTracker``)."""
 
-    __slots__ = ("_closed", "manager", "view")
+    __slots__ = ()
 
-    def __init__(self, manager: TopicManager, view: SubscriptionView) -> None:
-        self.manager = manager
-        self.view = view
-        self._closed = False
-
-    def _live(self) -> SubscriptionView:
-        if self._closed:
-            raise TrackerClosedError("DelayedDeliveryTracker is already closed")
-        return self.view
+    @property
+    def view(self) -> SubscriptionView:
+        return self._state
 
     def add_message(self, ledger_id: int, entry_id: int, deliver_at_ms: int) -> bool:
         return self._live().add_message(ledger_id, entry_id, deliver_at_ms)
@@ -186,8 +177,3 @@ class TrackerProxy:
 
     def clear(self) -> None:
         self._live().clear()
-
-    def close(self) -> None:
-        if not self._closed:
-            self._closed = True
-            self.manager.unregister(self.view)
