@@ -455,6 +455,7 @@ class Broker:
         if p_drop > 0:
             draws = dispatcher.rng.random(len(chunk)).tolist()
         changed: set[int] = set()
+        md_before = cursor.md
         nacked: list[Position] = []
         cumulative_to: Position | None = None
         done_messages = 0
@@ -493,7 +494,7 @@ class Broker:
             changed.add(cumulative_to[0])
         consumer.permits += done_messages
         if changed:
-            self._after_ack(dispatcher, sorted(changed))
+            self._after_ack(dispatcher, sorted(changed), cursor.md != md_before)
         if nacked:
             self.loop.at(
                 self.loop.now_ns() + policy.nack_delay_ns,
@@ -505,16 +506,18 @@ class Broker:
             consumer.busy = False
         dispatcher.read_more()
 
-    def _after_ack(self, dispatcher: Dispatcher, changed: list[int]) -> None:
+    def _after_ack(self, dispatcher: Dispatcher, changed: list[int], md_moved: bool) -> None:
         cursor = dispatcher.cursor
         ranges = cursor.range_count()
         if ranges > self.counters.ack_max_ranges:
             self.counters.ack_max_ranges = ranges
         self._account(dispatcher.persister.acked(cursor, changed))
-        if self.tuning.track_mark_delete and dispatcher.active:
-            dispatcher.topic.cursors.update(cursor.name, cursor.md)
-            self.cache.cursors_changed(dispatcher.topic.name)
-        dispatcher.tracker.mark_delete_moved(cursor.md)
+        if md_moved:
+            # Only a moved mark-delete concerns the container and the tracker.
+            if self.tuning.track_mark_delete and dispatcher.active:
+                dispatcher.topic.cursors.update(cursor.name, cursor.md)
+                self.cache.cursors_changed(dispatcher.topic.name)
+            dispatcher.tracker.mark_delete_moved(cursor.md)
         dispatcher.check_pause()
 
     def _redeliver(self, dispatcher: Dispatcher, positions: list[Position]) -> None:
