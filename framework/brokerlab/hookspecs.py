@@ -1,12 +1,13 @@
 """The extension points of brokerlab, as pluggy hook specifications.
 
 Every hook here is a *registration* hook in the style of conda's plugin system: it takes no
-arguments and returns (usually ``yield``\\ s) zero or more named records from
-:mod:`brokerlab.records`. The host calls each hook once, when it collects records, and never again
-during a simulation; the records' factories build the objects the simulated broker then talks to
-through the protocols in :mod:`brokerlab.protocols`.
+arguments and returns (usually by `yield`) zero or more named records from
+[`brokerlab.records`][brokerlab.records]. The host calls each hook once, when it collects records,
+and never again during a simulation; the records' factories build the objects the simulated broker
+then talks to through the protocols in [`brokerlab.protocols`][brokerlab.protocols].
 
-A profile selects one record per extension point by name or alias; two records with one name, from
+No hook is `firstresult`: the host calls every implementation and collects all their records. A
+profile selects one record per extension point by name or alias; two records with one name, from
 any two plugins, are an error that names both distributions.
 """
 
@@ -23,6 +24,7 @@ from brokerlab.records import (
     EntryCacheRecord,
     EvictionPredicateRecord,
     SettingsRecord,
+    SimulatorRecord,
     WorkloadRecord,
 )
 
@@ -38,24 +40,27 @@ __all__ = ["PROJECT_NAME", "hookimpl", "hookspec"]
 def brokerlab_entry_caches() -> Iterable[EntryCacheRecord]:
     """Register entry-cache managers.
 
-    **When:** once, when the host collects records (``brokerlab plugins``, ``profile check``, before
+    **When:** once, when the host collects records (`brokerlab plugins`, `profile check`, before
     every simulation).
 
-    **Returns:** an iterable of :class:`~brokerlab.records.EntryCacheRecord`. Each record's
-    ``factory(context)`` builds one :class:`~brokerlab.protocols.EntryCache` for the whole broker;
-    the profile key ``sim.entryCache`` picks the record by name or alias.
+    **Parameters:** none.
+
+    **Returns:** an iterable of [`EntryCacheRecord`][brokerlab.records.EntryCacheRecord]. Each
+    record's `factory(context)` builds one [`EntryCache`][brokerlab.protocols.EntryCache] for the
+    whole broker; the profile key `sim.entryCache` picks the record by name or alias. Set
+    `uses_eviction_predicates=True` when the cache consults the eviction-predicate chain.
 
     **Example:**
 
-    .. code-block:: python
-
-        @brokerlab.hookimpl
-        def brokerlab_entry_caches():
-            yield EntryCacheRecord(
-                name="fifo-bytes",
-                description="A byte-bounded FIFO, the simplest useful baseline",
-                factory=lambda context: FifoCache(context.settings.cache_size_bytes),
-            )
+    ```python
+    @brokerlab.hookimpl
+    def brokerlab_entry_caches():
+        yield EntryCacheRecord(
+            name="fifo-bytes",
+            description="A byte-bounded FIFO, the simplest useful baseline",
+            factory=lambda context: FifoCache(context.settings.cache_size_bytes),
+        )
+    ```
     """
 
 
@@ -65,24 +70,27 @@ def brokerlab_eviction_predicates() -> Iterable[EvictionPredicateRecord]:
 
     **When:** once, when the host collects records.
 
-    **Returns:** an iterable of :class:`~brokerlab.records.EvictionPredicateRecord`. The chain for a
-    profile is built from Pulsar's own switches (``cacheEvictionByExpectedReadCount`` adds the
-    remaining-expected-reads predicate, ``managedLedgerCacheEvictionExtendTTLOfRecentlyAccessed``
-    the recently-accessed one) followed by the names listed in ``sim.evictionPredicates``, in that
-    order. Each ``factory(context)`` builds one
-    :class:`~brokerlab.protocols.EvictionPredicate` per cache.
+    **Parameters:** none.
+
+    **Returns:** an iterable of
+    [`EvictionPredicateRecord`][brokerlab.records.EvictionPredicateRecord]. The chain for a
+    profile is built from Pulsar's own switches, in this order:
+    `managedLedgerCacheEvictionExtendTTLOfRecentlyAccessed` adds the recently-accessed predicate,
+    `cacheEvictionByExpectedReadCount` the remaining-expected-reads one; the names listed in
+    `sim.evictionPredicates` follow, in their order. Each `factory(context)` builds one
+    [`EvictionPredicate`][brokerlab.protocols.EvictionPredicate] per cache.
 
     **Example:**
 
-    .. code-block:: python
-
-        @brokerlab.hookimpl
-        def brokerlab_eviction_predicates():
-            yield EvictionPredicateRecord(
-                name="keep-small",
-                description="Requeue entries under 1 KiB once",
-                factory=lambda context: KeepSmall(limit=1024),
-            )
+    ```python
+    @brokerlab.hookimpl
+    def brokerlab_eviction_predicates():
+        yield EvictionPredicateRecord(
+            name="keep-small",
+            description="Requeue entries under 1 KiB once",
+            factory=lambda context: KeepSmall(limit=1024),
+        )
+    ```
     """
 
 
@@ -92,23 +100,25 @@ def brokerlab_cursor_containers() -> Iterable[CursorContainerRecord]:
 
     **When:** once, when the host collects records.
 
-    **Returns:** an iterable of :class:`~brokerlab.records.CursorContainerRecord`; ``factory()``
-    returns an empty :class:`~brokerlab.protocols.CursorContainer` (one per managed ledger).
-    ``sim.cursorContainer`` picks one; when unset, the choice follows
-    ``cacheEvictionByExpectedReadCount``. A container that answers the rank query should satisfy
-    :class:`~brokerlab.protocols.RankedCursorContainer`.
+    **Parameters:** none.
+
+    **Returns:** an iterable of [`CursorContainerRecord`][brokerlab.records.CursorContainerRecord];
+    `factory()` returns an empty [`CursorContainer`][brokerlab.protocols.CursorContainer] (one
+    per managed ledger). `sim.cursorContainer` picks one; when unset, the choice follows
+    `cacheEvictionByExpectedReadCount`. A container that answers the rank query should satisfy
+    [`RankedCursorContainer`][brokerlab.protocols.RankedCursorContainer].
 
     **Example:**
 
-    .. code-block:: python
-
-        @brokerlab.hookimpl
-        def brokerlab_cursor_containers():
-            yield CursorContainerRecord(
-                name="sorted-list",
-                description="Sorted list with an O(1) rank query",
-                factory=SortedCursorContainer,
-            )
+    ```python
+    @brokerlab.hookimpl
+    def brokerlab_cursor_containers():
+        yield CursorContainerRecord(
+            name="sorted-list",
+            description="Sorted list with an O(1) rank query",
+            factory=SortedCursorContainer,
+        )
+    ```
     """
 
 
@@ -118,24 +128,28 @@ def brokerlab_delayed_delivery_tracker_factories() -> Iterable[DelayedDeliveryTr
 
     **When:** once, when the host collects records.
 
-    **Returns:** an iterable of :class:`~brokerlab.records.DelayedDeliveryTrackerFactoryRecord`.
-    ``delayedDeliveryTrackerFactoryClassName`` picks one by name or alias, so give the record the
+    **Parameters:** none.
+
+    **Returns:** an iterable of
+    [`DelayedDeliveryTrackerFactoryRecord`][brokerlab.records.DelayedDeliveryTrackerFactoryRecord].
+    `delayedDeliveryTrackerFactoryClassName` picks one by name or alias, so give the record the
     Java class name it models as an alias and a real broker.conf selects it unchanged.
-    ``factory(context)`` builds one :class:`~brokerlab.protocols.DelayedDeliveryTrackerFactory` per
+    `factory(context)` builds one
+    [`DelayedDeliveryTrackerFactory`][brokerlab.protocols.DelayedDeliveryTrackerFactory] per
     broker.
 
     **Example:**
 
-    .. code-block:: python
-
-        @brokerlab.hookimpl
-        def brokerlab_delayed_delivery_tracker_factories():
-            yield DelayedDeliveryTrackerFactoryRecord(
-                name="my-tracker",
-                aliases=("com.example.MyTrackerFactory",),
-                description="A tracker keyed by deliver-at second",
-                factory=MyTrackerFactory,
-            )
+    ```python
+    @brokerlab.hookimpl
+    def brokerlab_delayed_delivery_tracker_factories():
+        yield DelayedDeliveryTrackerFactoryRecord(
+            name="my-tracker",
+            aliases=("com.example.MyTrackerFactory",),
+            description="A tracker keyed by deliver-at second",
+            factory=MyTrackerFactory,
+        )
+    ```
     """
 
 
@@ -145,24 +159,26 @@ def brokerlab_ack_state_persisters() -> Iterable[AckStatePersisterRecord]:
 
     **When:** once, when the host collects records.
 
-    **Returns:** an iterable of :class:`~brokerlab.records.AckStatePersisterRecord`.
-    ``sim.ackStatePersister`` picks one; Pulsar's own keys
-    (``managedLedgerMaxUnackedRangesToPersist``
-    and friends) set its parameters. ``factory(context, cursor_name)`` builds one
-    :class:`~brokerlab.protocols.AckStatePersister` per durable cursor, and the persister must never
-    recover a position as acknowledged that was not.
+    **Parameters:** none.
+
+    **Returns:** an iterable of
+    [`AckStatePersisterRecord`][brokerlab.records.AckStatePersisterRecord].
+    `sim.ackStatePersister` picks one; Pulsar's own keys (`managedLedgerMaxUnackedRangesToPersist`
+    and friends) set its parameters. `factory(context, cursor_name)` builds one
+    [`AckStatePersister`][brokerlab.protocols.AckStatePersister] per durable cursor, and the
+    persister must never recover a position as acknowledged that was not.
 
     **Example:**
 
-    .. code-block:: python
-
-        @brokerlab.hookimpl
-        def brokerlab_ack_state_persisters():
-            yield AckStatePersisterRecord(
-                name="mark-delete-only",
-                description="Persist the mark-delete position, never individual acks",
-                factory=lambda context, cursor: MarkDeleteOnly(context.clock),
-            )
+    ```python
+    @brokerlab.hookimpl
+    def brokerlab_ack_state_persisters():
+        yield AckStatePersisterRecord(
+            name="mark-delete-only",
+            description="Persist the mark-delete position, never individual acks",
+            factory=lambda context, cursor: MarkDeleteOnly(context.clock),
+        )
+    ```
     """
 
 
@@ -173,20 +189,24 @@ def brokerlab_settings() -> Iterable[SettingsRecord]:
     **When:** once, before any profile is validated; every registered model is validated in the
     same pass as the broker's own keys, so a typo in a plugin key is caught like any other.
 
-    **Returns:** an iterable of :class:`~brokerlab.records.SettingsRecord`. Each field of ``model``
-    (a pydantic model with aliases, defaults, bounds and descriptions) is read from the key
-    ``sim.<namespace>.<alias>``. Namespaces must be unique across plugins.
+    **Parameters:** none.
+
+    **Returns:** an iterable of [`SettingsRecord`][brokerlab.records.SettingsRecord]. Each field
+    of `model` (a pydantic model with aliases, defaults, bounds and descriptions) is read from the
+    key `sim.<namespace>.<alias>` (`<prefix><alias>` when the record sets `prefix`). Namespaces
+    must be unique across plugins. The validated model reaches the plugin's factories as
+    `context.plugin_settings[namespace]`.
 
     **Example:**
 
-    .. code-block:: python
+    ```python
+    class S3FifoSettings(BaseModel):
+        small_ratio: float = Field(0.1, alias="smallQueueRatio", gt=0, lt=1)
 
-        class S3FifoSettings(BaseModel):
-            small_ratio: float = Field(0.1, alias="smallQueueRatio", gt=0, lt=1)
-
-        @brokerlab.hookimpl
-        def brokerlab_settings():
-            yield SettingsRecord(namespace="s3fifo", model=S3FifoSettings)
+    @brokerlab.hookimpl
+    def brokerlab_settings():
+        yield SettingsRecord(namespace="s3fifo", model=S3FifoSettings)
+    ```
     """
 
 
@@ -194,18 +214,54 @@ def brokerlab_settings() -> Iterable[SettingsRecord]:
 def brokerlab_workloads() -> Iterable[WorkloadRecord]:
     """Register named workloads.
 
-    **When:** once, when the host collects records (``brokerlab workloads``, ``run --workload``).
+    **When:** once, when the host collects records (`brokerlab workloads`, `run --workload`).
 
-    **Returns:** an iterable of :class:`~brokerlab.records.WorkloadRecord`. ``document`` is the
-    workload in the declarative TOML format (see ``docs/workloads.md``); it is validated like a
-    workload file, with ``origin`` naming it in errors.
+    **Parameters:** none.
+
+    **Returns:** an iterable of [`WorkloadRecord`][brokerlab.records.WorkloadRecord]. `document`
+    is the workload in the declarative TOML format (see `docs/workloads.md`); it is validated like
+    a workload file, with `origin` naming it in errors.
 
     **Example:**
 
-    .. code-block:: python
+    ```python
+    @brokerlab.hookimpl
+    def brokerlab_workloads():
+        text = resources.files(__package__).joinpath("burst.toml").read_text()
+        yield WorkloadRecord(name="burst", description="One topic, 10x bursts", document=text)
+    ```
+    """
 
-        @brokerlab.hookimpl
-        def brokerlab_workloads():
-            text = resources.files(__package__).joinpath("burst.toml").read_text()
-            yield WorkloadRecord(name="burst", description="One topic, 10x bursts", document=text)
+
+@hookspec
+def brokerlab_simulators() -> Iterable[SimulatorRecord]:
+    """Register broker models (simulators) that run a family of workloads.
+
+    **When:** once, when the host collects records (loading a workload, `brokerlab plugins`,
+    before every simulation). The framework registers its own Pulsar broker model as `pulsar`.
+
+    **Parameters:** none.
+
+    **Returns:** an iterable of [`SimulatorRecord`][brokerlab.records.SimulatorRecord]. A
+    workload document selects one with its top-level key `simulator` (default `pulsar`); the
+    record's `workload_model` validates the document, `run(request)` takes a
+    [`SimulationRequest`][brokerlab.protocols.SimulationRequest] and returns a
+    [`SimulationOutput`][brokerlab.protocols.SimulationOutput] whose metrics are registered in
+    `brokerlab.metrics` under this simulator's name. `run` must be a pure function of the
+    profile, the workload and the seed.
+
+    **Example:**
+
+    ```python
+    @brokerlab.hookimpl
+    def brokerlab_simulators():
+        yield SimulatorRecord(
+            name="kafka-tiered-storage",
+            description="A Kafka broker's remote index cache under tiered-storage reads",
+            workload_model=KafkaWorkload,
+            run=run_kafka,
+            scale=scale_kafka_workload,
+            cost=lambda workload: workload.duration_s * len(workload.partitions),
+        )
+    ```
     """

@@ -15,7 +15,7 @@ from typing import Any, Generic, Protocol, TypeVar
 import pluggy
 
 from brokerlab import hookspecs
-from brokerlab.errors import Origin, PluginError, ProfileError, did_you_mean
+from brokerlab.errors import Origin, PluginError, ProfileError, WorkloadError, did_you_mean
 from brokerlab.records import (
     AckStatePersisterRecord,
     CursorContainerRecord,
@@ -24,8 +24,10 @@ from brokerlab.records import (
     EvictionPredicateRecord,
     PluginRecord,
     SettingsRecord,
+    SimulatorRecord,
     WorkloadRecord,
 )
+from brokerlab.workloads.model import WorkloadDocument
 
 __all__ = [
     "DISABLE_ENV",
@@ -88,7 +90,10 @@ EXTENSION_POINTS: tuple[ExtensionPoint, ...] = (
         "ack-state persisters",
     ),
     ExtensionPoint("workload", "brokerlab_workloads", WorkloadRecord, "workloads"),
+    ExtensionPoint("simulator", "brokerlab_simulators", SimulatorRecord, "simulators"),
 )
+_BUILTIN_SIMULATOR = "brokerlab.broker.simulator"
+"""The framework's own Pulsar broker model: registered by every host, whatever is blocked."""
 _BY_NAME = {point.name: point for point in EXTENSION_POINTS}
 
 
@@ -151,6 +156,7 @@ class PluginHost:
         self.blocked = frozenset(name.strip() for name in blocked if name.strip())
         for name in self.blocked:
             self._pm.set_blocked(name)
+        self._pm.register(importlib.import_module(_BUILTIN_SIMULATOR), name=_BUILTIN_SIMULATOR)
         if entry_points:
             self._load_entry_points()
         for module_name in modules:
@@ -190,7 +196,9 @@ class PluginHost:
         self._pm.register(module, name=module_name)
 
     def _distributions(self) -> dict[str, tuple[str, str]]:
-        by_plugin: dict[str, tuple[str, str]] = {}
+        from brokerlab import __version__  # late: the package imports this module
+
+        by_plugin: dict[str, tuple[str, str]] = {_BUILTIN_SIMULATOR: ("brokerlab", __version__)}
         for plugin, dist in self._pm.list_plugin_distinfo():
             name = self._pm.get_name(plugin)
             if name is not None:
@@ -237,6 +245,29 @@ class PluginHost:
             self._records[point] = tuple(sorted(found, key=lambda r: r.record.name))
         return self._records[point]
 
+    def simulator(self, name: str) -> SimulatorRecord:
+        """The simulator a workload document names; an unknown name is a :class:`WorkloadError`."""
+        for reg in self.records("simulator"):
+            if name in reg.record.names:
+                record: SimulatorRecord = reg.record
+                return record
+        names = [n for reg in self.records("simulator") for n in reg.record.names]
+        raise WorkloadError(
+            "is not an installed simulator",
+            key="simulator",
+            value=name,
+            allowed=", ".join(names),
+            suggestions=did_you_mean(name, names),
+        )
+
+    def workload_models(self) -> dict[str, type[WorkloadDocument]]:
+        """Simulator name (and alias) -> the model that validates its workload documents."""
+        return {
+            name: reg.record.workload_model
+            for reg in self.records("simulator")
+            for name in reg.record.names
+        }
+
     def settings_records(self) -> tuple[Registered[SettingsRecord], ...]:
         """Every plugin settings model; two models with one namespace are an error."""
         if self._settings is None:
@@ -246,7 +277,7 @@ class PluginHost:
                 other = seen.get(reg.record.namespace)
                 if other is not None:
                     raise PluginError(
-                        f"two plugins own the settings namespace 'sim.{reg.record.namespace}.': "
+                        f"two plugins own the settings namespace {reg.record.namespace!r}: "
                         f"{other.plugin} ({other.source}) and {reg.plugin} ({reg.source})"
                     )
                 seen[reg.record.namespace] = reg

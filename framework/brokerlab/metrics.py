@@ -10,14 +10,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-__all__ = ["METRICS", "Metric", "invariants", "metric"]
+__all__ = ["METRICS", "Metric", "invariants", "metric", "metrics_of"]
 
 Kind = Literal["counter", "gauge", "ratio", "latency"]
 
 
 @dataclass(frozen=True)
 class Metric:
-    """A reported number. ``invariant`` metrics must be zero in every correct run."""
+    """A reported number. ``invariant`` metrics must be zero in every correct run.
+
+    ``simulator`` names the broker model that reports it: a run reports exactly the metrics of its
+    simulator, and the others stay empty (null) in matrix results.
+    """
 
     name: str
     unit: str
@@ -25,6 +29,13 @@ class Metric:
     description: str
     group: str
     invariant: bool = False
+    simulator: str = "pulsar"
+
+
+def _kafka(name: str, unit: str, kind: Kind, description: str) -> Metric:
+    return Metric(
+        name, unit, kind, description, "kafka_index_cache", simulator="kafka-tiered-storage"
+    )
 
 
 _TABLE: tuple[Metric, ...] = (
@@ -414,6 +425,118 @@ _TABLE: tuple[Metric, ...] = (
         "ack_state",
     ),
     Metric("broker_restarts", "events", "counter", "Broker restarts simulated.", "ack_state"),
+    # -- Kafka tiered storage: the remote index cache (simulator kafka-tiered-storage) ---------
+    _kafka(
+        "index_lookups",
+        "lookups",
+        "counter",
+        "Index lookups (getIndexEntry) by remote fetches this broker served.",
+    ),
+    _kafka("index_cache_hits", "lookups", "counter", "Lookups served by a live cached entry."),
+    _kafka(
+        "index_cache_misses",
+        "lookups",
+        "counter",
+        "Lookups that loaded the entry (absent, or expired but not yet removed).",
+    ),
+    _kafka("index_cache_hit_ratio", "ratio", "ratio", "index_cache_hits / index_lookups."),
+    _kafka(
+        "remote_index_fetches",
+        "fetches",
+        "counter",
+        "Index files fetched from remote storage (one per index type per load).",
+    ),
+    _kafka(
+        "remote_index_fetched_bytes",
+        "bytes",
+        "counter",
+        "Bytes of index files fetched from remote storage.",
+    ),
+    _kafka(
+        "index_cache_live_bytes_peak",
+        "bytes",
+        "gauge",
+        "Peak sum of the weights of cached entries (expired ones not yet removed included).",
+    ),
+    _kafka(
+        "index_cache_live_bytes_mean",
+        "bytes",
+        "gauge",
+        "Time-weighted mean of the cached weight, sampled every sampling interval.",
+    ),
+    _kafka(
+        "index_cache_resident_bytes_peak",
+        "bytes",
+        "gauge",
+        "Peak bytes of index files on disk: cached entries plus .deleted files awaiting deletion.",
+    ),
+    _kafka(
+        "index_cache_resident_bytes_end",
+        "bytes",
+        "gauge",
+        "Index-file bytes on disk at the end of the run.",
+    ),
+    _kafka(
+        "index_cache_stale_bytes_peak",
+        "bytes",
+        "gauge",
+        "Peak bytes of cached entries whose remote segment has been deleted.",
+    ),
+    _kafka(
+        "index_cache_stale_bytes_end",
+        "bytes",
+        "gauge",
+        "Bytes of stale cached entries at the end of the run.",
+    ),
+    _kafka(
+        "index_cache_stale_entries_end",
+        "entries",
+        "gauge",
+        "Stale cached entries at the end of the run.",
+    ),
+    _kafka(
+        "index_cache_stale_byte_seconds", "byte-s", "counter", "Integral of stale bytes over time."
+    ),
+    _kafka(
+        "index_cache_stale_residence_mean_s",
+        "s",
+        "gauge",
+        "Mean time from a segment's deletion until its cached entry left the cache (entries still cached count until the end).",
+    ),
+    _kafka("index_cache_stale_residence_max_s", "s", "gauge", "Longest such time."),
+    _kafka(
+        "index_cache_evictions_size", "entries", "counter", "Entries evicted by the size bound."
+    ),
+    _kafka(
+        "index_cache_evictions_expired",
+        "entries",
+        "counter",
+        "Entries removed after their TTL expired.",
+    ),
+    _kafka(
+        "index_cache_evictions_resize",
+        "entries",
+        "counter",
+        "Entries evicted by a resize of the cache.",
+    ),
+    _kafka(
+        "index_cache_removals_explicit",
+        "entries",
+        "counter",
+        "Entries removed explicitly (the leader deleting a segment it owns).",
+    ),
+    _kafka(
+        "remote_segments_deleted",
+        "segments",
+        "counter",
+        "Remote segments deleted by retention, by any leader.",
+    ),
+    _kafka(
+        "leadership_changes",
+        "events",
+        "counter",
+        "Partition leadership moves to or from the observed broker.",
+    ),
 )
 
 METRICS: dict[str, Metric] = {m.name: m for m in _TABLE}
@@ -425,6 +548,11 @@ def metric(name: str) -> Metric:
         return METRICS[name]
     except KeyError:
         raise KeyError(f"metric {name!r} is not registered in brokerlab.metrics") from None
+
+
+def metrics_of(simulator: str) -> list[str]:
+    """Names of the metrics that ``simulator`` reports, in registry order."""
+    return [m.name for m in _TABLE if m.simulator == simulator]
 
 
 def invariants() -> list[str]:

@@ -1,18 +1,19 @@
 """What the simulated broker calls: one typed protocol per extension point.
 
 A plugin implements one of these protocols and hands the broker a factory through a record
-(:mod:`brokerlab.records`). The broker model never reaches into a plugin, and a plugin never reaches
+(`brokerlab.records`). The broker model never reaches into a plugin, and a plugin never reaches
 into the broker: everything crosses this line as plain values (positions are ``(ledger_id,
 entry_id)`` tuples, times are integers on the simulation clock) or as the small read-only views
 defined here.
 
 Conventions shared by every protocol:
 
-* **Time** comes from :class:`Clock`, never from the wall clock, so a simulation stays a pure
-  function of ``(profile, workload, seed)``.
-* **Randomness** comes from :attr:`PluginContext.rng`, a generator seeded from the simulation seed.
-* **Metrics**: every long-lived plugin object has ``stats()``, a mapping of metric name to number.
-  Names must be registered in :mod:`brokerlab.metrics`; counters are cumulative, gauges are
+* **Time** comes from [`Clock`][brokerlab.protocols.Clock], never from the wall clock, so a
+  simulation stays a pure function of `(profile, workload, seed)`.
+* **Randomness** comes from [`PluginContext.rng`][brokerlab.protocols.PluginContext.rng], a
+  generator seeded from the simulation seed.
+* **Metrics**: every long-lived plugin object has `stats()`, a mapping of metric name to number.
+  Names must be registered in `brokerlab.metrics`; counters are cumulative, gauges are
   current values.
 """
 
@@ -26,6 +27,9 @@ from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, runtime_checkable
 if TYPE_CHECKING:
     import numpy as np
     from pydantic import BaseModel
+
+    from brokerlab.host import PluginChoices
+    from brokerlab.profiles import Profile
 
 __all__ = [
     "AckState",
@@ -46,11 +50,13 @@ __all__ = [
     "RankedCursorContainer",
     "RecoveredAckState",
     "Scheduler",
+    "SimulationOutput",
+    "SimulationRequest",
     "TimerHandle",
 ]
 
 Position = tuple[int, int]
-"""``(ledger_id, entry_id)``; tuples order lexicographically, exactly as Pulsar positions do."""
+"""`(ledger_id, entry_id)`; tuples order lexicographically, exactly as Pulsar positions do."""
 
 
 # --------------------------------------------------------------------------------------------
@@ -79,17 +85,17 @@ class Scheduler(Protocol):
     """Runs callbacks at a later simulated instant, in (time, scheduling order) order."""
 
     def call_at(self, when_ns: int, callback: Callable[[], None]) -> TimerHandle:
-        """Run ``callback`` when the monotonic clock reaches ``when_ns`` (now, if it is past)."""
+        """Run `callback` when the monotonic clock reaches `when_ns` (now, if it is past)."""
 
 
 @dataclass(frozen=True)
 class PluginContext:
     """Everything a plugin factory may use, handed over once when the simulation is built.
 
-    ``settings`` is the validated broker settings model of the profile (Pulsar keys as snake_case
-    attributes); ``plugin_settings`` maps a settings namespace (``sim.<namespace>.``) to its
-    validated model. ``eviction_predicates`` is the chain a removal queue consults, in order;
-    ``new_cursor_container`` builds the active-cursor container the profile selected.
+    `settings` is the validated broker settings model of the profile (Pulsar keys as snake_case
+    attributes); `plugin_settings` maps a settings namespace (`sim.<namespace>.`) to its
+    validated model. `eviction_predicates` is the chain a removal queue consults, in order;
+    `new_cursor_container` builds the active-cursor container the profile selected.
     """
 
     settings: Any
@@ -101,7 +107,7 @@ class PluginContext:
     new_cursor_container: Callable[[], CursorContainer] | None = None
 
     def plugin(self, namespace: str) -> BaseModel:
-        """The validated settings a plugin owns under ``sim.<namespace>.``."""
+        """The validated settings a plugin owns under `sim.<namespace>.`."""
         return self.plugin_settings[namespace]
 
     def with_(self, **changes: Any) -> PluginContext:
@@ -118,18 +124,18 @@ class CursorContainer(Protocol):
     """The active cursors of one managed ledger, ordered by the position the cache tracks.
 
     The tracked position is a cursor's read position (or its mark-delete position when the legacy
-    ``cacheEvictionByMarkDeletedPosition`` is set). A cursor added with position ``None`` is known
-    but untracked: it counts in ``len()`` and never in position queries.
+    `cacheEvictionByMarkDeletedPosition` is set). A cursor added with position `None` is known
+    but untracked: it counts in `len()` and never in position queries.
     """
 
     def add(self, cursor: str, position: Position | None) -> None:
-        """Start tracking ``cursor``; adding a known cursor moves it instead."""
+        """Start tracking `cursor`; adding a known cursor moves it instead."""
 
     def remove(self, cursor: str) -> None:
-        """Stop tracking ``cursor``; removing an unknown cursor does nothing."""
+        """Stop tracking `cursor`; removing an unknown cursor does nothing."""
 
     def update(self, cursor: str, position: Position | None) -> None:
-        """Move ``cursor`` to ``position`` (``None`` untracks it but keeps it known).
+        """Move `cursor` to `position` (`None` untracks it but keeps it known).
 
         Moving an unknown cursor does nothing: the broker moves inactive cursors too, and a move
         must never make a cursor active.
@@ -139,7 +145,7 @@ class CursorContainer(Protocol):
         """Number of cursors with a position (what expected read counts on a tail write use)."""
 
     def slowest_position(self) -> Position | None:
-        """The smallest tracked position, or ``None`` when nothing is tracked."""
+        """The smallest tracked position, or `None` when nothing is tracked."""
 
     def __len__(self) -> int:
         """Number of known cursors, tracked or not."""
@@ -152,9 +158,9 @@ class RankedCursorContainer(CursorContainer, Protocol):
     """A container that also answers PIP-430's rank query, the one expected read counts need."""
 
     def count_at_or_before(self, cursor: str) -> int:
-        """|{tracked cursors d : pos(d) <= pos(cursor)}|, counting ``cursor`` itself.
+        """|{tracked cursors d : pos(d) <= pos(cursor)}|, counting `cursor` itself.
 
-        Zero when ``cursor`` is unknown or untracked.
+        Zero when `cursor` is unknown or untracked.
         """
 
 
@@ -206,15 +212,15 @@ class CachedEntryView(Protocol):
 
     @property
     def expected_reads(self) -> int | None:
-        """Reads still expected (may be zero or negative), or ``None`` when nothing is tracked."""
+        """Reads still expected (may be zero or negative), or `None` when nothing is tracked."""
 
 
 class EvictionPredicate(Protocol):
     """One link of the chain a removal queue consults for each head entry.
 
     The queue asks the predicates in order; the first one that returns a decision wins, and when
-    every predicate abstains (returns ``None``) the queue applies its own rule (REMOVE an expired
-    entry in a time pass, STOP at a live one; REMOVE in a size pass). The ``on_*`` notifications
+    every predicate abstains (returns `None`) the queue applies its own rule (REMOVE an expired
+    entry in a time pass, STOP at a live one; REMOVE in a size pass). The `on_*` notifications
     let a predicate keep its own state (frequency bits, ghost entries); they must be cheap.
     """
 
@@ -223,7 +229,7 @@ class EvictionPredicate(Protocol):
     def decide(
         self, entry: CachedEntryView, kind: EvictionPass, threshold_ns: int
     ) -> EvictionDecision | None:
-        """Decide for ``entry`` in a pass of ``kind``; older than ``threshold_ns`` = expired."""
+        """Decide for `entry` in a pass of `kind`; older than `threshold_ns` = expired."""
 
     def on_insert(self, entry: CachedEntryView) -> None:
         """An entry entered the cache."""
@@ -238,13 +244,13 @@ class EvictionPredicate(Protocol):
 class EntryCache(Protocol):
     """The broker-wide entry-cache manager and its per-ledger caches.
 
-    One instance serves the whole broker, because the size limit (``managedLedgerCacheSizeMB``) is
+    One instance serves the whole broker, because the size limit (`managedLedgerCacheSizeMB`) is
     global. The broker opens one managed ledger per topic and tells the cache about every event that
     Pulsar's cache sees: adds, reads, dispatch releases, replays, cursor moves, ledger deletion.
     """
 
     def open_ledger(self, topic: str, cursors: CursorContainer) -> None:
-        """A managed ledger was loaded. ``cursors`` is its live active-cursor container."""
+        """A managed ledger was loaded. `cursors` is its live active-cursor container."""
 
     def close_ledger(self, topic: str) -> None:
         """The managed ledger was closed or unloaded: everything it cached goes."""
@@ -253,10 +259,12 @@ class EntryCache(Protocol):
         """A producer's entry was persisted (the add path). Returns whether it is now cached."""
 
     def read(self, topic: str, ledger_id: int, first: int, last: int, reader: str) -> list[int]:
-        """A cursor reads entries ``first..last`` (inclusive) of one ledger.
+        """A cursor reads entries `first..last` (inclusive) of one ledger.
 
         Returns the entry ids that the cache cannot serve, in order: the broker reads exactly those
-        from storage and then calls :meth:`storage_read`. An empty list is a full hit.
+        from storage and then calls
+        [`storage_read`][brokerlab.protocols.EntryCache.storage_read]. An empty list is a full
+        hit.
         """
 
     def storage_read(
@@ -267,13 +275,13 @@ class EntryCache(Protocol):
         sizes: Sequence[int],
         reader: str,
     ) -> None:
-        """Entries were read from storage for ``reader``; the cache may insert them."""
+        """Entries were read from storage for `reader`; the cache may insert them."""
 
     def released(self, topic: str, position: Position) -> None:
-        """A reader's copy of ``position`` was dispatched and released (one read consumed)."""
+        """A reader's copy of `position` was dispatched and released (one read consumed)."""
 
     def replayed(self, topic: str, position: Position) -> None:
-        """``position`` entered a dispatcher's replay queue: one more read is expected."""
+        """`position` entered a dispatcher's replay queue: one more read is expected."""
 
     def cursors_changed(self, topic: str) -> None:
         """The topic's active-cursor container changed (add, remove or move)."""
@@ -282,7 +290,7 @@ class EntryCache(Protocol):
         """A ledger was trimmed or deleted; its cached entries go."""
 
     def evict_expired(self) -> None:
-        """The periodic eviction task (every ``managedLedgerCacheEvictionIntervalMs``)."""
+        """The periodic eviction task (every `managedLedgerCacheEvictionIntervalMs`)."""
 
     def size_bytes(self) -> int:
         """Bytes currently counted by the cache (may exceed the limit while eviction is pending)."""
@@ -297,20 +305,20 @@ class EntryCache(Protocol):
 
 
 class DelayedDeliveryTracker(Protocol):
-    """One subscription's view of delayed messages (Pulsar's ``DelayedDeliveryTracker``).
+    """One subscription's view of delayed messages (Pulsar's `DelayedDeliveryTracker`).
 
-    All times are epoch milliseconds from :meth:`Clock.now_ms`. ``add_message`` returning ``False``
-    means "not delayed: dispatch it now"; ``True`` means the tracker owns the position until
-    :meth:`get_scheduled_messages` hands it back.
+    All times are epoch milliseconds from [`Clock.now_ms`][brokerlab.protocols.Clock.now_ms].
+    `add_message` returning `False` means "not delayed: dispatch it now"; `True` means the tracker
+    owns the position until `get_scheduled_messages` hands it back.
     """
 
     def add_message(self, ledger_id: int, entry_id: int, deliver_at_ms: int) -> bool: ...
 
     def has_message_available(self) -> bool:
-        """Whether :meth:`get_scheduled_messages` would return something now."""
+        """Whether `get_scheduled_messages` would return something now."""
 
     def get_scheduled_messages(self, max_messages: int) -> list[Position]:
-        """Up to ``max_messages`` due positions, in (bucket time, ledger, entry) order; removed."""
+        """Up to `max_messages` due positions, in (bucket time, ledger, entry) order; removed."""
 
     def number_of_delayed_messages(self) -> int: ...
 
@@ -323,7 +331,7 @@ class DelayedDeliveryTracker(Protocol):
     def reset_tick_time(self, tick_ms: int) -> None: ...
 
     def mark_delete_moved(self, position: Position) -> None:
-        """The subscription's mark-delete position advanced to ``position``."""
+        """The subscription's mark-delete position advanced to `position`."""
 
     def clear(self) -> None: ...
 
@@ -336,7 +344,7 @@ class DelayedDeliveryTrackerFactory(Protocol):
     def new_tracker(
         self, topic: str, subscription: str, wake: Callable[[], None]
     ) -> DelayedDeliveryTracker:
-        """A tracker for one subscription. ``wake`` asks that dispatcher to read more entries."""
+        """A tracker for one subscription. `wake` asks that dispatcher to read more entries."""
 
     def stats(self) -> Mapping[str, float]:
         """Memory and activity across all trackers (index bytes, positions, prunes, wake-ups)."""
@@ -350,7 +358,7 @@ class DelayedDeliveryTrackerFactory(Protocol):
 
 
 class BatchAck(NamedTuple):
-    """A partially acknowledged batch entry: bit ``i`` of ``unacked`` set = index ``i`` unacked."""
+    """A partially acknowledged batch entry: bit `i` of `unacked` set = index `i` unacked."""
 
     batch_size: int
     unacked: int
@@ -364,13 +372,13 @@ class AckState(Protocol):
         """Every position at or before this one is acknowledged."""
 
     def acked_ranges(self) -> Sequence[tuple[Position, Position]]:
-        """Individually acked ranges after the mark-delete, half-open ``(lower, upper]``, in order.
+        """Individually acked ranges after the mark-delete, half-open `(lower, upper]`, in order.
 
-        A range never spans two ledgers; a run starting at entry 0 has lower bound ``(L, -1)``.
+        A range never spans two ledgers; a run starting at entry 0 has lower bound `(L, -1)`.
         """
 
     def range_count(self) -> int:
-        """``len(acked_ranges())``, without building the list."""
+        """`len(acked_ranges())`, without building the list."""
 
     def batch_acks(self) -> Mapping[Position, BatchAck]:
         """Partially acknowledged batch entries after the mark-delete."""
@@ -405,16 +413,16 @@ class PersistOutcome:
 class AckStatePersister(Protocol):
     """How one durable cursor writes its ack state and reads it back after a crash.
 
-    The broker calls :meth:`acked` after every acknowledgement; the persister decides (rate limits,
-    dirtiness, flush cadence) whether that turns into a write. ``flush`` is the broker's periodic
-    cursor-flush task; ``close`` a graceful unload; ``crash`` drops everything not yet durable.
+    The broker calls `acked` after every acknowledgement; the persister decides (rate limits,
+    dirtiness, flush cadence) whether that turns into a write. `flush` is the broker's periodic
+    cursor-flush task; `close` a graceful unload; `crash` drops everything not yet durable.
     """
 
     def created(self, state: AckState) -> PersistOutcome | None:
-        """The cursor was created at ``state.mark_delete``; that position is durable from now on."""
+        """The cursor was created at `state.mark_delete`; that position is durable from now on."""
 
     def acked(self, state: AckState, changed_ledgers: Sequence[int]) -> PersistOutcome | None:
-        """The state changed in ``changed_ledgers``; return the write made now, if any."""
+        """The state changed in `changed_ledgers`; return the write made now, if any."""
 
     def flush(self, state: AckState) -> PersistOutcome | None: ...
 
@@ -433,5 +441,38 @@ class AckStatePersister(Protocol):
         """This cursor's own counters; the simulation adds them up over all cursors.
 
         Writes, bytes and dropped ranges are not repeated here: the broker counts them from each
-        :class:`PersistOutcome`.
+        [`PersistOutcome`][brokerlab.protocols.PersistOutcome].
         """
+
+
+# --------------------------------------------------------------------------------------------
+# Simulators (broker models)
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SimulationRequest:
+    """One simulation to run: a validated profile, its resolved plugin choices, a workload
+    document of the simulator's own model, the seed, and an optional progress callback that takes
+    the fraction of simulated time done (0..1)."""
+
+    profile: Profile
+    choices: PluginChoices
+    workload: Any
+    seed: int
+    progress: Callable[[float], None] | None = None
+
+
+@dataclass(frozen=True)
+class SimulationOutput:
+    """What a simulator returns.
+
+    `metrics` maps registered metric names (`brokerlab.metrics`) to numbers; `plugins`
+    names what the run used, by role (extension point or the simulator's own components);
+    `timeline` holds optional samples over simulated time, each a mapping with a `t_s` key.
+    """
+
+    metrics: Mapping[str, float]
+    plugins: Mapping[str, str]
+    events: int = 0
+    timeline: tuple[Mapping[str, float], ...] = ()

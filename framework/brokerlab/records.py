@@ -21,7 +21,10 @@ if TYPE_CHECKING:
         EntryCache,
         EvictionPredicate,
         PluginContext,
+        SimulationOutput,
+        SimulationRequest,
     )
+    from brokerlab.workloads.model import WorkloadDocument
 
 __all__ = [
     "AckStatePersisterRecord",
@@ -31,6 +34,7 @@ __all__ = [
     "EvictionPredicateRecord",
     "PluginRecord",
     "SettingsRecord",
+    "SimulatorRecord",
     "WorkloadRecord",
 ]
 
@@ -39,7 +43,7 @@ __all__ = [
 class PluginRecord:
     """What every record has: a unique name, other names it answers to, and one line for people.
 
-    ``aliases`` lets a record answer to the names Pulsar or Kafka use (a Java class name, say), so a
+    `aliases` lets a record answer to the names Pulsar or Kafka use (a Java class name, say), so a
     real broker.conf selects it unchanged.
     """
 
@@ -54,11 +58,13 @@ class PluginRecord:
 
 @dataclass(frozen=True, kw_only=True)
 class EntryCacheRecord(PluginRecord):
-    """An entry-cache manager: ``factory(context)`` returns one :class:`EntryCache` per broker.
+    """An entry-cache manager: `factory(context)` returns one per broker.
 
-    ``uses_eviction_predicates`` says the cache runs a removal queue that consults the eviction
-    predicate chain (:attr:`PluginContext.eviction_predicates`); only such caches accept
-    ``sim.evictionPredicates``.
+    The factory builds one [`EntryCache`][brokerlab.protocols.EntryCache].
+    `uses_eviction_predicates` says the cache runs a removal queue that consults the eviction
+    predicate chain
+    ([`PluginContext.eviction_predicates`][brokerlab.protocols.PluginContext.eviction_predicates]);
+    only such caches accept `sim.evictionPredicates`.
     """
 
     factory: Callable[[PluginContext], EntryCache]
@@ -67,48 +73,101 @@ class EntryCacheRecord(PluginRecord):
 
 @dataclass(frozen=True, kw_only=True)
 class EvictionPredicateRecord(PluginRecord):
-    """A predicate a removal queue consults: ``factory(context)`` returns one."""
+    """A predicate a removal queue consults: `factory(context)` returns one.
+
+    The factory builds one [`EvictionPredicate`][brokerlab.protocols.EvictionPredicate] per cache
+    that consults the chain.
+    """
 
     factory: Callable[[PluginContext], EvictionPredicate]
 
 
 @dataclass(frozen=True, kw_only=True)
 class CursorContainerRecord(PluginRecord):
-    """An active-cursor container: ``factory()`` returns an empty :class:`CursorContainer`."""
+    """An active-cursor container: `factory()` returns an empty one.
+
+    The factory takes no arguments and builds one
+    [`CursorContainer`][brokerlab.protocols.CursorContainer] per managed ledger.
+    """
 
     factory: Callable[[], CursorContainer]
 
 
 @dataclass(frozen=True, kw_only=True)
 class DelayedDeliveryTrackerFactoryRecord(PluginRecord):
-    """A delayed-delivery tracker factory: ``factory(context)`` returns one per broker."""
+    """A delayed-delivery tracker factory: `factory(context)` returns one per broker.
+
+    The factory builds one
+    [`DelayedDeliveryTrackerFactory`][brokerlab.protocols.DelayedDeliveryTrackerFactory], which
+    then creates a tracker per subscription.
+    """
 
     factory: Callable[[PluginContext], DelayedDeliveryTrackerFactory]
 
 
 @dataclass(frozen=True, kw_only=True)
 class AckStatePersisterRecord(PluginRecord):
-    """A cursor ack-state persister: ``factory(context, cursor_name)`` returns one per cursor."""
+    """A cursor ack-state persister: `factory(context, cursor_name)` returns one per cursor."""
 
     factory: Callable[[PluginContext, str], AckStatePersister]
 
 
 @dataclass(frozen=True, kw_only=True)
 class SettingsRecord:
-    """Profile keys a plugin owns: each field of ``model`` is read from ``sim.<namespace>.<alias>``.
+    """Profile keys a plugin owns: each field of `model` is read from `<prefix><alias>`.
 
     The model is a pydantic model whose fields carry aliases (the key after the prefix), defaults,
-    bounds and descriptions; it is validated in the same pass as the broker's own keys.
+    bounds and descriptions; it is validated in the same pass as the broker's own keys. The prefix
+    is `sim.<namespace>.` unless `prefix` says otherwise: a plugin modelling another broker's
+    own configuration (Kafka's dotted `remote.log.*` keys, say) sets `prefix=""` and spells
+    each key in full in its alias, so that broker's real files load unchanged.
     """
 
     namespace: str
     model: type[BaseModel]
     description: str = ""
+    prefix: str | None = None
+    simulator: str = "pulsar"
+    """The simulator that reads these keys: a matrix runs a profile that sets keys of one
+    simulator only with that simulator's workloads."""
+
+    @property
+    def key_prefix(self) -> str:
+        """What goes before each field's alias in a profile."""
+        return f"sim.{self.namespace}." if self.prefix is None else self.prefix
+
+
+@dataclass(frozen=True, kw_only=True)
+class SimulatorRecord(PluginRecord):
+    """A broker model that runs one family of workloads.
+
+    A workload document names its simulator (`simulator = "<name>"`, default `pulsar`, the
+    framework's own Pulsar broker model). `workload_model` validates those documents (a subclass
+    of `WorkloadDocument`); `run` simulates one of them under one
+    profile; `scale` shortens one along its time axis (`matrix --scale`); `cost` estimates
+    its relative cost so the runner can start long cells first.
+
+    `settings_of` names the simulators whose profile keys this one reads (see
+    `SettingsRecord.simulator`); empty means its own. A matrix runs a profile that sets keys only
+    of other simulators without this one's workloads: a simulator replaying cache traces through
+    the Pulsar entry caches reads Pulsar keys, so it lists `"pulsar"`.
+    """
+
+    workload_model: type[WorkloadDocument]
+    run: Callable[[SimulationRequest], SimulationOutput]
+    scale: Callable[[Any, float], Any]
+    cost: Callable[[Any], float]
+    settings_of: tuple[str, ...] = ()
+
+    @property
+    def settings_families(self) -> frozenset[str]:
+        """The simulators whose keys this one reads: `settings_of`, or its own name."""
+        return frozenset(self.settings_of or (self.name,))
 
 
 @dataclass(frozen=True, kw_only=True)
 class WorkloadRecord(PluginRecord):
-    """A named workload: ``document`` is its TOML text, ``origin`` names it in errors."""
+    """A named workload: `document` is its TOML text, `origin` names it in errors."""
 
     document: str
     origin: str = ""

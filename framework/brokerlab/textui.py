@@ -16,6 +16,7 @@ GROUP_TITLES = {
     "cache": "Entry cache and storage",
     "delayed": "Delayed delivery",
     "ack_state": "Ack state",
+    "kafka_index_cache": "Kafka remote index cache",
     "invariants": "Invariants (must be zero)",
 }
 
@@ -31,7 +32,9 @@ def format_result(result: Result) -> str:
         rows = [
             m
             for m in METRICS.values()
-            if m.group == group and (result.metrics.get(m.name) or m.invariant)
+            if m.name in result.metrics
+            and m.group == group
+            and (result.metrics[m.name] or m.invariant)
         ]
         if not rows:
             continue

@@ -362,3 +362,31 @@ def test_standalone_cluster_rows_equal_a_local_run(
 
 
 _NOT_METRICS = {"executor", "elapsed_s", "finished_at"}
+
+
+@pytest.mark.spark
+@pytest.mark.slow
+def test_kafka_and_pulsar_cells_share_a_matrix(inputs: dict[str, Path], tmp_path: Path) -> None:
+    """Each profile meets the workloads of its simulator; Kafka rows equal an in-process run."""
+    from brokerlab import load_profile, simulate
+    from brokerlab.simulation import load_workload
+    from brokerlab_plugins.kafka_remote_index.plugin import scale_kafka_workload
+
+    out = tmp_path / "mixed"
+    kafka_ttl = ROOT / "profiles" / "kafka-ttl.conf"
+    args = ["matrix", "--profile", str(kafka_ttl), "--profile", str(BASELINE),
+            "--workload", "kafka-leadership-change", "--workload", str(inputs["small"]),
+            "--scale", "0.2", "--seeds", "1", "--out", str(out),
+            "--conf", "spark.ui.enabled=false"]  # fmt: skip
+    result = _brokerlab(args, inputs, plugin=False)
+    assert result.returncode == 0, result.stderr
+    rows = {(str(r["profile"]), str(r["workload"])): r for r in _load(out)}
+    assert set(rows) == {("kafka-ttl", "kafka-leadership-change"), ("baseline", "w-small")}
+    kafka = rows[("kafka-ttl", "kafka-leadership-change")]
+    assert kafka["delivered"] is None or kafka["delivered"] != kafka["delivered"]  # null or NaN
+    host = make_host()
+    workload = scale_kafka_workload(load_workload(host, "kafka-leadership-change"), 0.2)
+    expected = simulate(load_profile(kafka_ttl, host=host), workload, 0, host=host).metrics
+    assert {name: kafka[name] for name in expected} == expected
+    page = (out / "report.html").read_text()
+    assert "index_cache_stale_bytes_peak" in page and "storage_entries_read" in page

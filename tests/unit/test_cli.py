@@ -219,9 +219,20 @@ def test_plugins_lists_every_extension_point_with_sources() -> None:
         "delayed_delivery",
         "ack_state_persister",
         "workload",
+        "simulator",
     }
     disabled = next(r for r in listing["entry_cache"] if r["name"] == "disabled")
     assert disabled["distribution"] == "brokerlab"
+    # The framework's own broker model is listed with the framework as its source.
+    pulsar = next(r for r in listing["simulator"] if r["name"] == "pulsar")
+    assert pulsar["distribution"] == "brokerlab"
+
+
+def test_pulsar_simulator_survives_disabling_every_plugin() -> None:
+    blocked = {"BROKERLAB_DISABLE_PLUGINS": "baselines,workloads"}
+    result = brokerlab("plugins", "--json", env=blocked)
+    names = [r["name"] for r in json.loads(result.stdout)["extension_points"]["simulator"]]
+    assert "pulsar" in names
 
 
 def test_disable_env_removes_builtins_from_the_listing() -> None:
@@ -371,9 +382,19 @@ def test_run_with_an_unknown_workload_name_suggests(tmp_path: Path) -> None:
 
 def test_workloads_lists_the_builtins() -> None:
     result = brokerlab("workloads")
-    names = [line.split()[0] for line in result.stdout.splitlines()]
+    rows = [line.split()[:2] for line in result.stdout.splitlines()]
+    names = [name for name, _ in rows]
+    assert {name: simulator for name, simulator in rows if name.startswith("kafka-")} == {
+        "kafka-leadership-change": "kafka-tiered-storage",
+        "kafka-read-from-replica": "kafka-tiered-storage",
+        "kafka-backfill-tail": "kafka-tiered-storage",
+    }
+    assert dict(rows)["tailing"] == "pulsar"
     assert names == sorted(
         [
+            "kafka-leadership-change",
+            "kafka-read-from-replica",
+            "kafka-backfill-tail",
             "tailing",
             "catch-up-fanout",
             "key-shared-slow-consumer",

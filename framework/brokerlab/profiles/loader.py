@@ -104,11 +104,11 @@ def _keys(model: type[BaseModel], records: tuple[SettingsRecord, ...]) -> dict[s
             raise PluginError(
                 f"is claimed by two plugin settings models: {first} and "
                 f"{record.model.__qualname__}",
-                key=f"sim.{record.namespace}.",
+                key=record.key_prefix,
             )
         namespaces[record.namespace] = record
         for name, info in record.model.model_fields.items():
-            key = f"sim.{record.namespace}.{_field_key(name, info)}"
+            key = f"{record.key_prefix}{_field_key(name, info)}"
             if key in keys:
                 raise PluginError("is defined twice", key=key)
             keys[key] = KeyInfo(key, name, info, record.namespace)
@@ -435,6 +435,11 @@ class Profile:
         unknown = self.unmodelled.get(key)
         return unknown[1] if unknown else None
 
+    def namespaces_set(self) -> set[str | None]:
+        """The owners of the keys set explicitly: plugin namespaces, ``None`` for broker keys."""
+        keys = _keys(self._model, self._records)
+        return {keys[key].namespace for key in self.origins if key in keys}
+
     def get(self, key: str) -> Any:
         """The effective value of a broker or plugin key, by its profile spelling."""
         info = _keys(self._model, self._records).get(key)
@@ -563,6 +568,13 @@ def _assemble(
     return Profile(path, mode, settings, plugins, origins, unmodelled, model, records, layers)
 
 
+def _namespace_key(namespace: str, owned: Mapping[str, KeyInfo]) -> str:
+    """How a model-level problem names a plugin's keys: ``sim.<namespace>.*`` when they share
+    that prefix, else the namespace (keys spelled in full, like Kafka's)."""
+    prefix = f"sim.{namespace}."
+    return f"{prefix}*" if all(key.startswith(prefix) for key in owned) else f"{namespace} keys"
+
+
 def _explain(
     exc: ValidationError,
     namespace: str | None,
@@ -582,7 +594,7 @@ def _explain(
         if info is None:  # a model-level check: no single key to blame
             where = None if path is None else Origin.file(path)
             text = str(error["msg"]).removeprefix("Value error, ")
-            key = None if namespace is None else f"sim.{namespace}.*"
+            key = None if namespace is None else _namespace_key(namespace, owned)
             problems.append(
                 _Problem((last, last, len(problems)), ProfileError(text, origin=where, key=key))
             )

@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 import pandas as pd
 
 from brokerlab.metrics import METRICS
-from brokerlab.report.plots import KEY_METRICS, config_label
+from brokerlab.report.plots import config_label, key_metrics
 
 __all__ = ["render"]
 
@@ -39,16 +39,13 @@ def _cell(row: pd.Series) -> str:
 
 
 def _table(summary: pd.DataFrame) -> str:
-    head = "".join(
-        f"<th>{html.escape(m)}<br><small>{METRICS[m].unit}</small></th>" for m in KEY_METRICS
-    )
+    shown = key_metrics(summary)
+    head = "".join(f"<th>{html.escape(m)}<br><small>{METRICS[m].unit}</small></th>" for m in shown)
     lines = [f"<table><tr><th>configuration</th><th>seeds</th>{head}</tr>"]
     for (profile, overrides), group in summary.groupby(["profile", "overrides"], sort=True):
         by_metric = {r["metric"]: r for _, r in group.iterrows()}
         seeds = int(group["n"].max())
-        cells = "".join(
-            f"<td>{_cell(by_metric[m]) if m in by_metric else ''}</td>" for m in KEY_METRICS
-        )
+        cells = "".join(f"<td>{_cell(by_metric[m]) if m in by_metric else ''}</td>" for m in shown)
         label = html.escape(config_label(str(profile), str(overrides)))
         lines.append(f"<tr><td>{label}</td><td>{seeds}</td>{cells}</tr>")
     lines.append("</table>")

@@ -16,19 +16,40 @@ import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from brokerlab.metrics import METRICS
+from brokerlab.metrics import METRICS, metrics_of
 
-__all__ = ["KEY_METRICS", "config_label", "metric_bars", "sweep_lines"]
+__all__ = ["KEY_METRICS", "config_label", "key_metrics", "metric_bars", "sweep_lines"]
 
-KEY_METRICS: tuple[str, ...] = (
-    "storage_entries_read",
-    "cache_hit_ratio",
-    "cache_peak_bytes",
-    "delayed_index_bytes",
-    "redelivered_after_restart",
-    "dispatch_paused_ms",
-    "latency_p99_ms",
-)
+KEY_METRICS: dict[str, tuple[str, ...]] = {
+    "pulsar": (
+        "storage_entries_read",
+        "cache_hit_ratio",
+        "cache_peak_bytes",
+        "delayed_index_bytes",
+        "redelivered_after_restart",
+        "dispatch_paused_ms",
+        "latency_p99_ms",
+    ),
+    "kafka-tiered-storage": (
+        "index_cache_hit_ratio",
+        "remote_index_fetches",
+        "index_cache_resident_bytes_peak",
+        "index_cache_stale_bytes_peak",
+        "index_cache_stale_bytes_end",
+        "index_cache_stale_residence_mean_s",
+    ),
+}
+"""The metrics a report shows per workload, by the simulator that reports them."""
+
+
+def key_metrics(summary: pd.DataFrame) -> tuple[str, ...]:
+    """The key metrics of the simulator whose numbers ``summary`` (one workload) holds."""
+    reported = summary.loc[summary["mean"].notna(), "metric"]
+    simulators = [METRICS[name].simulator for name in reported if name in METRICS]
+    if not simulators:
+        return KEY_METRICS["pulsar"]
+    simulator = simulators[0]
+    return KEY_METRICS.get(simulator) or tuple(metrics_of(simulator)[:6])
 
 
 def config_label(profile: str, overrides: str, hide: Sequence[str] = ()) -> str:
@@ -62,10 +83,10 @@ def _half_width(row: pd.Series) -> float:
     return 0.0 if pd.isna(half) else float(half)
 
 
-def metric_bars(
-    summary: pd.DataFrame, workload: str, metrics: Sequence[str] = KEY_METRICS
-) -> bytes:
-    """One panel per metric: a bar per configuration, with its 95% interval over seeds."""
+def metric_bars(summary: pd.DataFrame, workload: str, metrics: Sequence[str] = ()) -> bytes:
+    """One panel per metric (default: :func:`key_metrics`): a bar per configuration, with its 95%
+    interval over seeds."""
+    metrics = metrics or key_metrics(summary)
     figure, axes = _grid(len(metrics))
     for ax, metric in zip(axes, metrics, strict=True):
         rows = summary[summary["metric"] == metric]
@@ -90,9 +111,11 @@ def _as_number(text: str) -> float | None:
 
 
 def sweep_lines(
-    summary: pd.DataFrame, workload: str, key: str, metrics: Sequence[str] = KEY_METRICS
+    summary: pd.DataFrame, workload: str, key: str, metrics: Sequence[str] = ()
 ) -> bytes:
-    """One panel per metric: the metric against the swept value of ``key``, a line per profile."""
+    """One panel per metric (default: :func:`key_metrics`): the metric against the swept value of
+    ``key``, a line per profile."""
+    metrics = metrics or key_metrics(summary)
     data = summary.copy()
     data["swept"] = [json.loads(o).get(key) for o in data["overrides"]]
     data = data[data["swept"].notna()]

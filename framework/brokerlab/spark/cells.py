@@ -22,7 +22,9 @@ from typing import Any
 from brokerlab.errors import Origin, ProfileError, WorkloadError
 from brokerlab.host import PluginHost
 from brokerlab.profiles import Profile
-from brokerlab.workloads import WorkloadSpec, resolve_workload
+from brokerlab.simulation import load_workload, profile_simulators
+from brokerlab.workloads import WorkloadDocument
+from brokerlab.workloads.scaling import scale_workload
 
 __all__ = [
     "Cell",
@@ -100,66 +102,13 @@ def parse_sweeps(items: Iterable[str]) -> list[Sweep]:
     return list(sweeps.values())
 
 
-def workload_hash(spec: WorkloadSpec) -> str:
+def workload_hash(spec: WorkloadDocument) -> str:
     """SHA-256 (hex) of the workload's canonical JSON: equal for workloads that behave the same."""
     return hashlib.sha256(_canonical(spec).encode()).hexdigest()
 
 
-def _canonical(spec: WorkloadSpec) -> str:
+def _canonical(spec: WorkloadDocument) -> str:
     return json.dumps(spec.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
-
-
-def scale_workload(spec: WorkloadSpec, factor: float) -> WorkloadSpec:
-    """``spec`` with its time axis multiplied by ``factor`` (a shortened run of the same scenario).
-
-    Every time of the scenario scales: ``duration_s``, ``drain_s``, event times, consumer
-    connect/disconnect times, ``publish_until_s``, delayed-delivery delays and nack redelivery
-    delays; so does each topic's ``backlog``, which stands for messages published before the run.
-    Rates, sizes, keys and counts of topics, subscriptions and consumers stay, so the load per
-    second is that of the full workload and a run simulates ``factor`` times fewer messages.
-    What does not scale: the profile's own time settings (cache TTLs, flush intervals), so a
-    shortened run is a preview of the full one, not a copy of it.
-    """
-    if factor == 1.0:
-        return spec
-    if not 0 < factor <= 1:
-        raise WorkloadError(
-            "is out of range", key="--scale", value=factor, allowed="0 < scale <= 1"
-        )
-    data = spec.model_dump(mode="python")
-
-    def seconds(value: float | None) -> float | None:
-        return None if value is None else value * factor
-
-    def millis(value: int) -> int:
-        return round(value * factor)
-
-    data["duration_s"] = spec.duration_s * factor
-    data["drain_s"] = spec.drain_s * factor
-    for event in data["events"]:
-        event["at_s"] *= factor
-    for topic in data["topics"]:
-        topic["backlog"] = round(topic["backlog"] * factor)
-        topic["publish_until_s"] = seconds(topic["publish_until_s"])
-        for delay in topic["delays"]:
-            delay["min_ms"], delay["max_ms"] = millis(delay["min_ms"]), millis(delay["max_ms"])
-        for subscription in topic["subscriptions"]:
-            for consumer in subscription["consumers"]:
-                consumer["connect_at_s"] *= factor
-                consumer["disconnect_at_s"] = seconds(consumer["disconnect_at_s"])
-                consumer["nack_redelivery_delay_ms"] = millis(consumer["nack_redelivery_delay_ms"])
-    return WorkloadSpec.model_validate(data)
-
-
-def estimated_cost(spec: WorkloadSpec) -> float:
-    """A rough relative cost (deliveries + dispatch rounds) used to start long cells first."""
-    cost = 0.0
-    for topic in spec.topics:
-        until = spec.duration_s if topic.publish_until_s is None else topic.publish_until_s
-        messages = topic.count * (topic.rate * until + topic.backlog)
-        readers = sum(s.count for s in topic.subscriptions) or 1
-        cost += messages * (1 + readers) + topic.count * (spec.duration_s + spec.drain_s) * 50
-    return cost
 
 
 def profile_labels(paths: Sequence[str | None]) -> list[str]:
@@ -184,8 +133,10 @@ def build_cells(
     plugin choices, each workload. Raises :class:`ProfileError` / :class:`WorkloadError`."""
     if seeds < 1:
         raise ProfileError("is out of range", key="--seeds", value=seeds, allowed="an integer >= 1")
-    records = {reg.record.name: reg.record for reg in host.records("workload")}
-    specs = [scale_workload(resolve_workload(name, records), scale) for name in workloads]
+    specs = []
+    for name in workloads:
+        spec = load_workload(host, name)
+        specs.append(host.simulator(spec.simulator).scale(spec, scale))
     names = [spec.name for spec in specs]
     if len(set(names)) != len(names):
         raise WorkloadError("two workloads of the matrix have one name", value=",".join(workloads))
@@ -196,6 +147,18 @@ def build_cells(
     ]
     cells: list[Cell] = []
     for label, base in zip(labels, profiles, strict=True):
+        fits = profile_simulators(base, host)
+        paired = [
+            spec
+            for spec in specs
+            if not fits or fits & host.simulator(spec.simulator).settings_families
+        ]
+        if not paired:
+            raise WorkloadError(
+                f"none of the workloads runs on the simulator of profile {label} "
+                f"({', '.join(sorted(fits))})",
+                value=",".join(workloads),
+            )
         for combo in combos:
             overrides = dict(combo)
             # Validated here, before Spark starts: a bad value raises the profile error format.
@@ -203,10 +166,10 @@ def build_cells(
             plugins = json.dumps(host.resolve(profile).names(), sort_keys=True)
             blob = pickle.dumps(profile)
             fingerprint = profile.fingerprint()
-            for spec in specs:
+            for spec in paired:
                 spec_json = spec.model_dump_json()
                 digest = workload_hash(spec)
-                cost = estimated_cost(spec)
+                cost = host.simulator(spec.simulator).cost(spec)
                 for seed in range(seeds):
                     cells.append(
                         _cell(
@@ -231,7 +194,7 @@ def _cell(
     label: str,
     base: Profile,
     overrides: Mapping[str, str],
-    spec: WorkloadSpec,
+    spec: WorkloadDocument,
     spec_json: str,
     digest: str,
     seed: int,

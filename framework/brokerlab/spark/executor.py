@@ -23,7 +23,6 @@ from brokerlab.host import PluginChoices, PluginHost, Registered
 from brokerlab.profiles import Profile
 from brokerlab.simulation import run_simulation
 from brokerlab.spark.schema import METRIC_COLUMNS, STATUS_FAILED, STATUS_OK
-from brokerlab.workloads import WorkloadSpec
 
 __all__ = ["HostConfig", "run_cells"]
 
@@ -66,8 +65,9 @@ def run_cells(cells: Iterable[Mapping[str, Any]], config: HostConfig) -> Iterato
             profile: Profile = pickle.loads(cell["profile_pickle"])
             choices = host.resolve(profile)
             _check_choices(choices, cell["plugins"])
-            spec = WorkloadSpec.model_validate_json(cell["workload_json"])
-            result = run_simulation(profile, choices, spec, int(cell["seed"]))
+            simulator = host.simulator(json.loads(cell["workload_json"])["simulator"])
+            spec = simulator.workload_model.model_validate_json(cell["workload_json"])
+            result = run_simulation(profile, choices, spec, int(cell["seed"]), simulator=simulator)
             row.update({name: float(value) for name, value in result.metrics.items()})
             row.update(status=STATUS_OK, error=None, plugin_versions=_versions(choices))
         except Exception:

@@ -15,10 +15,7 @@ from __future__ import annotations
 
 import math
 import os
-import tempfile
 import uuid
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import quote
 
@@ -27,6 +24,7 @@ import pyarrow as pa
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
+from brokerlab.files import atomic_path
 from brokerlab.metrics import METRICS
 from brokerlab.spark.schema import METRIC_COLUMNS, RESULT_SCHEMA, STATUS_OK
 
@@ -86,27 +84,6 @@ def t_quantile_975(dof: int) -> float:
         return _T975[dof]
     above = [d for d in _T975 if d > dof]
     return _T975[min(above)] if above else 1.960  # the next smaller dof is the safe side
-
-
-@contextmanager
-def atomic_path(path: Path) -> Iterator[Path]:
-    """Yield a temporary path beside ``path``; on success rename it onto ``path`` in one step."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(fd)
-    temporary = Path(name)
-    try:
-        yield temporary
-        os.chmod(temporary, 0o666 & ~_umask())  # mkstemp makes 0600; results are for sharing
-        os.replace(temporary, path)
-    finally:
-        temporary.unlink(missing_ok=True)
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
 
 
 class ResultStore:

@@ -16,6 +16,7 @@ from brokerlab.workloads.model import (
     SizeSpec,
     SubscriptionSpec,
     TopicSpec,
+    WorkloadDocument,
     WorkloadSpec,
 )
 
@@ -27,6 +28,7 @@ __all__ = [
     "SizeSpec",
     "SubscriptionSpec",
     "TopicSpec",
+    "WorkloadDocument",
     "WorkloadSpec",
     "format_key",
     "load_workload_file",

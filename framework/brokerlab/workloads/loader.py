@@ -1,4 +1,7 @@
-"""Load a workload: TOML text -> validated :class:`WorkloadSpec`, with errors that point at a line.
+"""Load a workload: TOML text -> a validated document, with errors that point at a line.
+
+The document's ``simulator`` key (default ``pulsar``) picks the model that validates it:
+:class:`WorkloadSpec` for the Pulsar broker model, or the model another simulator registered.
 
 tomllib reports the line of a syntax error but keeps no positions for the values it returns, and
 pydantic reports a key path (``('topics', 1, 'subscriptions', 0, 'type')``) but no line. A small
@@ -27,7 +30,12 @@ from pydantic_core import ErrorDetails
 
 from brokerlab.errors import Origin, WorkloadError, did_you_mean
 from brokerlab.records import WorkloadRecord
-from brokerlab.workloads.model import WorkloadSpec
+from brokerlab.workloads.model import WorkloadDocument, WorkloadSpec
+
+Models = Mapping[str, type[WorkloadDocument]]
+"""Simulator name -> the model of its workload documents."""
+
+PULSAR_ONLY: Models = {"pulsar": WorkloadSpec}
 
 __all__ = [
     "Loc",
@@ -49,8 +57,11 @@ _BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
 # --- public API ------------------------------------------------------------------------------
 
 
-def parse_workload(text: str, origin: str) -> WorkloadSpec:
+def parse_workload(text: str, origin: str, models: Models = PULSAR_ONLY) -> WorkloadDocument:
     """Parse and validate a workload document; ``origin`` names it in errors (a path, say).
+
+    ``models`` maps simulator names to document models (a host's
+    :meth:`~brokerlab.host.PluginHost.workload_models`); the default knows only ``pulsar``.
 
     Raises :class:`WorkloadError` for the first problem by line: a TOML syntax error, an unknown
     key, a value of the wrong type or out of range, or a rule that spans keys.
@@ -71,16 +82,36 @@ def parse_workload(text: str, origin: str) -> WorkloadSpec:
             key=format_key(loc),
             value=value,
         )
+    model = _model_for(data, models, lines, origin)
     try:
         # JSON mode in strict mode: TOML is typed, so "5" is not a number and 1.5 not an integer,
         # while tables still validate as models and arrays as tuples. Dates become strings, which
         # no field accepts, so they fail with a plain message.
-        return WorkloadSpec.model_validate_json(json.dumps(data, default=str), strict=True)
+        return model.model_validate_json(json.dumps(data, default=str), strict=True)
     except ValidationError as exc:
-        raise _validation_error(exc, data, lines.get(), origin) from None
+        raise _validation_error(exc, model, data, lines.get(), origin) from None
 
 
-def load_workload_file(path: str | os.PathLike[str]) -> WorkloadSpec:
+def _model_for(
+    data: Mapping[str, Any], models: Models, lines: _LazyLines, origin: str
+) -> type[WorkloadDocument]:
+    name = data.get("simulator", "pulsar")
+    model = models.get(name) if isinstance(name, str) else None
+    if model is None:
+        raise WorkloadError(
+            "is not an installed simulator",
+            origin=Origin(origin, _line_for(("simulator",), lines.get())),
+            key="simulator",
+            value=name if isinstance(name, str | int | float) else None,
+            allowed=", ".join(sorted(models)),
+            suggestions=did_you_mean(str(name), list(models)),
+        )
+    return model
+
+
+def load_workload_file(
+    path: str | os.PathLike[str], models: Models = PULSAR_ONLY
+) -> WorkloadDocument:
     """Read and validate a workload file; every failure is a :class:`WorkloadError` naming it."""
     file = Path(path)
     if not file.exists():
@@ -99,15 +130,17 @@ def load_workload_file(path: str | os.PathLike[str]) -> WorkloadSpec:
             f"is not valid UTF-8 (byte 0x{raw[exc.start]:02x} at offset {exc.start})",
             origin=Origin.file(file, line),
         ) from None
-    return parse_workload(text, str(file))
+    return parse_workload(text, str(file), models)
 
 
-def resolve_workload(name_or_path: str, records: Mapping[str, WorkloadRecord]) -> WorkloadSpec:
+def resolve_workload(
+    name_or_path: str, records: Mapping[str, WorkloadRecord], models: Models = PULSAR_ONLY
+) -> WorkloadDocument:
     """A workload named on the command line: an existing file or a ``*.toml`` path is loaded as a
     file (so a missing ``.toml`` is reported as a missing file); anything else is a record name or
     alias."""
     if name_or_path.endswith(".toml") or Path(name_or_path).is_file():
-        return load_workload_file(name_or_path)
+        return load_workload_file(name_or_path, models)
     record = records.get(name_or_path)
     if record is None:
         record = next((r for r in records.values() if name_or_path in r.aliases), None)
@@ -119,7 +152,7 @@ def resolve_workload(name_or_path: str, records: Mapping[str, WorkloadRecord]) -
             allowed=", ".join(names) + " or a path to a .toml file",
             suggestions=did_you_mean(name_or_path, names),
         )
-    return parse_workload(record.document, record.origin or f"builtin:{record.name}")
+    return parse_workload(record.document, record.origin or f"builtin:{record.name}", models)
 
 
 def format_key(loc: Loc) -> str:
@@ -361,7 +394,11 @@ def _first_non_finite(value: object, loc: Loc) -> tuple[Loc, float] | None:
 
 
 def _validation_error(
-    exc: ValidationError, data: Mapping[str, Any], lines: Mapping[Loc, int], origin: str
+    exc: ValidationError,
+    root: type[BaseModel],
+    data: Mapping[str, Any],
+    lines: Mapping[Loc, int],
+    origin: str,
 ) -> WorkloadError:
     errors = exc.errors()
     locs = [tuple(e["loc"]) for e in errors]
@@ -378,7 +415,7 @@ def _validation_error(
         key=lambda item: (_line_for(item[1][0], lines) or math.inf, item[0]),
     )
     loc, error = by_line[0][1]
-    return _describe(error, loc, Origin(origin, _line_for(loc, lines)))
+    return _describe(error, root, loc, Origin(origin, _line_for(loc, lines)))
 
 
 def _error_loc(error: ErrorDetails, data: Mapping[str, Any]) -> Loc:
@@ -414,16 +451,18 @@ _TYPE_PROBLEMS = {
 }
 
 
-def _describe(error: ErrorDetails, loc: Loc, origin: Origin) -> WorkloadError:
+def _describe(
+    error: ErrorDetails, root: type[BaseModel], loc: Loc, origin: Origin
+) -> WorkloadError:
     kind = error["type"]
     key = format_key(loc) or None
     value = error.get("input")
     shown = value if isinstance(value, str | int | float | bool) else None
-    field = _field_at(loc)
+    field = _field_at(root, loc)
     allowed = _allowed(field) if field is not None else None
     if kind == "extra_forbidden":
         name = str(loc[-1])
-        fields = _model_fields_at(loc[:-1])
+        fields = _model_fields_at(root, loc[:-1])
         return WorkloadError(
             "unknown key",
             origin=origin,
@@ -454,14 +493,14 @@ def _lower_first(text: str) -> str:
 # --- reading the model: which fields a table has, what a field allows ------------------------
 
 
-def _model_fields_at(loc: Loc) -> list[str]:
-    model = _model_at(loc)
+def _model_fields_at(root: type[BaseModel], loc: Loc) -> list[str]:
+    model = _model_at(root, loc)
     return list(model.model_fields) if model is not None else []
 
 
-def _model_at(loc: Loc) -> type[BaseModel] | None:
+def _model_at(root: type[BaseModel], loc: Loc) -> type[BaseModel] | None:
     """The model class that validates the table at ``loc`` (array positions are skipped)."""
-    model: type[BaseModel] | None = WorkloadSpec
+    model: type[BaseModel] | None = root
     for part in loc:
         if isinstance(part, int):
             continue
@@ -471,11 +510,11 @@ def _model_at(loc: Loc) -> type[BaseModel] | None:
     return model
 
 
-def _field_at(loc: Loc) -> FieldInfo | None:
+def _field_at(root: type[BaseModel], loc: Loc) -> FieldInfo | None:
     names = [part for part in loc if isinstance(part, str)]
     if not names:
         return None
-    parent = _model_at(loc[: max(i for i, part in enumerate(loc) if isinstance(part, str))])
+    parent = _model_at(root, loc[: max(i for i, part in enumerate(loc) if isinstance(part, str))])
     return parent.model_fields.get(names[-1]) if parent is not None else None
 
 

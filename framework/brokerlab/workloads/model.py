@@ -36,6 +36,7 @@ __all__ = [
     "SizeSpec",
     "SubscriptionSpec",
     "TopicSpec",
+    "WorkloadDocument",
     "WorkloadSpec",
 ]
 
@@ -44,6 +45,19 @@ SubscriptionType = Literal["Exclusive", "Failover", "Shared", "Key_Shared"]
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class WorkloadDocument(_Strict):
+    """What every workload document has, whichever simulator runs it.
+
+    ``simulator`` names the broker model (a :class:`~brokerlab.records.SimulatorRecord`); each
+    simulator's own document model narrows it to a ``Literal`` of its name and adds its keys.
+    """
+
+    simulator: str = "pulsar"
+    name: str
+    description: str = ""
+    duration_s: Annotated[float, Field(gt=0)]
 
 
 class SizeSpec(_Strict):
@@ -175,12 +189,11 @@ class EventSpec(_Strict):
         return self
 
 
-class WorkloadSpec(_Strict):
-    """A whole workload; ``drain_s`` more seconds run after ``duration_s``, producers stopped."""
+class WorkloadSpec(WorkloadDocument):
+    """A whole Pulsar workload; ``drain_s`` more seconds run after ``duration_s``, producers
+    stopped."""
 
-    name: str
-    description: str = ""
-    duration_s: Annotated[float, Field(gt=0)]
+    simulator: Literal["pulsar"] = "pulsar"
     drain_s: Annotated[float, Field(ge=0)] = 0.0
     topics: tuple[TopicSpec, ...] = Field(min_length=1)
     events: tuple[EventSpec, ...] = ()

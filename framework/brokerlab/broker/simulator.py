@@ -1,0 +1,104 @@
+"""The Pulsar broker model, registered as the ``pulsar`` simulator.
+
+It is the framework's own simulator: the host registers this module always, so a workload without
+a ``simulator`` key runs here. It wires the plugins a profile chose into :class:`Broker` and turns
+the broker's counters and the plugins' stats into metrics.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from functools import partial
+from typing import Any
+
+from brokerlab.broker.broker import Broker, BrokerPlugins, BrokerTuning
+from brokerlab.broker.events import EventLoop
+from brokerlab.broker.streams import stream
+from brokerlab.errors import PluginError
+from brokerlab.hookspecs import hookimpl
+from brokerlab.metrics import METRICS, metrics_of
+from brokerlab.protocols import (
+    AckStatePersister,
+    PluginContext,
+    SimulationOutput,
+    SimulationRequest,
+)
+from brokerlab.records import AckStatePersisterRecord, SimulatorRecord
+from brokerlab.workloads.model import WorkloadSpec
+from brokerlab.workloads.scaling import estimated_cost, scale_workload
+
+__all__ = ["PULSAR", "run_pulsar"]
+
+PULSAR = "pulsar"
+
+
+def run_pulsar(request: SimulationRequest) -> SimulationOutput:
+    """Simulate a Pulsar workload (:class:`WorkloadSpec`) on the broker model."""
+    profile, choices, workload = request.profile, request.choices, request.workload
+    assert isinstance(workload, WorkloadSpec)
+    loop = EventLoop()
+    context = PluginContext(
+        settings=profile.settings,
+        clock=loop,
+        scheduler=loop,
+        rng=stream(request.seed, "plugins"),
+        plugin_settings=profile.plugin_settings,
+        new_cursor_container=choices.cursor_container.record.factory,
+    )
+    predicates = tuple(reg.record.factory(context) for reg in choices.eviction_predicates)
+    context = context.with_(eviction_predicates=predicates)
+    plugins = BrokerPlugins(
+        cache=choices.entry_cache.record.factory(context),
+        new_cursor_container=choices.cursor_container.record.factory,
+        tracker_factory=choices.delayed_delivery.record.factory(context),
+        new_persister=partial(_new_persister, choices.ack_state_persister.record, context),
+    )
+    broker = Broker(BrokerTuning.from_settings(profile.settings), plugins, loop, request.seed)
+    broker.build(workload)
+    end = broker.end_ns
+    progress = request.progress
+    report = None if progress is None else (lambda now: progress(now / end if end else 1.0))
+    loop.run_until(end, report)
+    metrics = _collect(broker)
+    plugins.tracker_factory.close()
+    return SimulationOutput(metrics=metrics, plugins=choices.names(), events=loop.events_run)
+
+
+def _new_persister(
+    record: AckStatePersisterRecord, context: PluginContext, cursor: str
+) -> AckStatePersister:
+    return record.factory(context, cursor)
+
+
+def _collect(broker: Broker) -> dict[str, float]:
+    """Every Pulsar metric, from the broker's counters and the plugins' stats."""
+    metrics: dict[str, Any] = dict.fromkeys(metrics_of(PULSAR), 0)
+    metrics.update(broker.finish())
+    reported: dict[str, float] = dict(broker.cache.stats())
+    for name, value in broker.peaks.items():
+        reported[name] = max(value, reported.get(name, 0))
+    # Persisters report per cursor; their counters add up over cursors.
+    for dispatcher in broker.dispatchers:
+        for name, value in dispatcher.persister.stats().items():
+            reported[name] = reported.get(name, 0) + value
+    for name, value in reported.items():
+        if name not in METRICS or METRICS[name].simulator != PULSAR:
+            raise PluginError(f"a plugin reported the unregistered metric {name!r}")
+        metrics[name] = value
+    hits, misses = metrics["cache_hits"], metrics["cache_misses"]
+    metrics["cache_hit_ratio"] = hits / (hits + misses) if hits + misses else 0.0
+    written, changed = metrics["ack_persisted_bytes"], metrics["ack_changed_bytes"]
+    metrics["ack_write_amplification"] = written / changed if changed else 0.0
+    return metrics
+
+
+@hookimpl
+def brokerlab_simulators() -> Iterator[SimulatorRecord]:
+    yield SimulatorRecord(
+        name=PULSAR,
+        description="The Pulsar broker model: topics, managed ledgers, cursors, dispatchers",
+        workload_model=WorkloadSpec,
+        run=run_pulsar,
+        scale=scale_workload,
+        cost=estimated_cost,
+    )
