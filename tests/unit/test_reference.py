@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import io
+from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Literal
 
@@ -9,8 +11,14 @@ import pytest
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from brokerlab.cli import main
+from brokerlab.host import ENTRY_POINT_GROUP, PluginHost
 from brokerlab.profiles import load_profile, profile_keys, read_properties, render_reference
+from brokerlab.profiles.reference import render_reference_markdown
 from brokerlab.records import SettingsRecord
+
+ROOT = Path(__file__).resolve().parents[2]
+SETTINGS_PAGE = ROOT / "docs" / "reference" / "settings.md"
 
 LONG = (
     "Fraction of the cache limit that a size eviction frees the cache down to. Size eviction "
@@ -115,3 +123,68 @@ def test_reference_of_the_real_model_loads_to_its_defaults(tmp_path: Path) -> No
     profile = load_profile(path, environ={}, mode="strict")
     assert profile.settings == model.BrokerSettings()
     assert profile.resolved() == load_profile(None, environ={}).resolved()
+
+
+# ---- the Markdown page (docs/reference/settings.md) ---------------------------------------------
+
+
+def test_markdown_has_one_table_per_section_in_reference_order() -> None:
+    text = render_reference_markdown(Model, RECORDS)
+    headings = [line for line in text.splitlines() if line.startswith("## ")]
+    assert headings == [
+        "## Simulation",
+        "## Entry cache",
+        "## Other settings",
+        "## Plugin `sim.ackState.*`",
+    ]
+    assert text.count("| key | default | allowed | meaning |") == len(headings)
+    assert "\nPIP-299 byte limit.\n" in text  # the plugin's description under its heading
+
+
+def test_markdown_rows_name_key_default_allowed_and_meaning() -> None:
+    text = render_reference_markdown(Model, RECORDS)
+    rows = {line.split(" | ")[0]: line for line in text.splitlines() if line.startswith("| `")}
+    assert rows["| `managedLedgerCacheEvictionWatermark`"].startswith(
+        "| `managedLedgerCacheEvictionWatermark` | `0.9` | a number from 0.0 to 1.0 | Fraction"
+    )
+    assert "| `managedLedgerCacheSizeMB` | (empty) | an integer >= 0 |" in text
+    assert "| `sim.ackState.byteLimit` | `2048` | an integer >= 1024 | Byte limit. |" in text
+    assert "| `sim.ackState.tags` | `a,b` | a comma-separated list |" in text
+    assert LONG in text  # never wrapped: one row per key
+    assert len(rows) == len(profile_keys(Model, RECORDS))
+
+
+def test_markdown_cells_escape_pipes_and_keep_paragraphs() -> None:
+    class Piped(BaseModel):
+        model_config = ConfigDict(populate_by_name=True, extra="forbid", frozen=True)
+
+        mode: str = Field("a|b", alias="mode", description="First | second.\n\nMore.")
+
+    text = render_reference_markdown(Model, [SettingsRecord(namespace="p", model=Piped)])
+    assert "| `sim.p.mode` | `a\\|b` | any text | First \\| second.<br><br>More. |" in text
+
+
+def _builtin_settings() -> tuple[SettingsRecord, ...]:
+    """The settings models of brokerlab's own distribution: a third-party plugin installed in this
+    environment must not make the committed page look stale."""
+    own = {
+        ep.name: ep.load()
+        for ep in entry_points(group=ENTRY_POINT_GROUP)
+        if ep.dist is not None and ep.dist.name == "brokerlab"
+    }
+    return PluginHost(entry_points=False, blocked=(), plugins=own).plugin_settings()
+
+
+def test_settings_page_is_in_sync_with_the_models() -> None:
+    expected = SETTINGS_PAGE.read_text(encoding="utf-8")
+    assert render_reference_markdown(plugin_settings=_builtin_settings()) == expected, (
+        "docs/reference/settings.md is stale: "
+        "`brokerlab profile reference --markdown > docs/reference/settings.md`"
+    )
+
+
+def test_cli_prints_the_markdown_page() -> None:
+    out = io.StringIO()
+    assert main(["profile", "reference", "--markdown"], out=out) == 0
+    assert out.getvalue().startswith("# Settings reference\n")
+    assert "| `sim.entryCache` | `pip430` |" in out.getvalue()
