@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_ack_state_support import FakeClock, context, cursor, ledger_layout
+from test_ack_state_support import FakeClock, context
 
-from brokerlab.broker.cursor import Cursor
-from brokerlab.protocols import AckStatePersister, PluginContext, RecoveredAckState
+from brokerlab.protocols import AckStatePersister, PluginContext
+from brokerlab.testing.ack_state import ack_scripts, play_ack_script
 from brokerlab_plugins.ack_state.pip81 import SplitAckPersister, new_pip81_persister
 from brokerlab_plugins.ack_state.pip299 import new_pip299_persister
 from brokerlab_plugins.ack_state.range_count import new_range_count_persister
@@ -35,47 +35,12 @@ TIGHT: dict[str, Any] = {
     "max_individual_ack_cache_bytes_per_cursor": 40,
     "managed_ledger_cursor_max_entries_per_ledger": 4,
 }
-# Large ledger ids (22-byte ranges) so that 1 KiB of PIP-299 budget is exceeded.
-LEDGERS, PER_LEDGER, FIRST = 3, 40, 3_000_000
-
-ops = st.lists(
-    st.one_of(
-        st.tuples(st.just("ack"), st.integers(0, LEDGERS * PER_LEDGER - 1)),
-        st.tuples(st.just("batch"), st.integers(0, LEDGERS * PER_LEDGER - 1), st.integers(1, 1023)),
-        st.tuples(st.just("tick"), st.floats(0.05, 2.0)),
-        st.just(("flush",)),
-        st.just(("crash",)),
-    ),
-    max_size=80,
-)
-
-
-def acked_positions(c: Cursor, md: Any, ranges: Any) -> set[tuple[int, int]]:
-    layout = ledger_layout(c)
-    out = {(lid, e) for lid in layout for e in range(layout[lid]) if (lid, e) <= md}
-    for (lid, lo), (_, hi) in ranges:
-        out.update((lid, e) for e in range(lo + 1, hi + 1))
-    return out
-
-
-def check(c: Cursor, got: RecoveredAckState, exact: bool) -> None:
-    truth = acked_positions(c, c.md, c.acked_ranges())
-    claimed = acked_positions(c, got.mark_delete, got.acked_ranges)
-    assert claimed <= truth, f"claims unacked positions {sorted(claimed - truth)}"
-    live = c.batch_acks()
-    for pos, ack in got.batch_acks.items():
-        if pos in truth:
-            continue
-        assert pos in live, f"claims acked indexes of the untouched batch {pos}"
-        assert live[pos].unacked & ~ack.unacked == 0, f"claims unacked indexes of {pos}"
-    if exact:
-        assert claimed == truth
-        assert {p: b for p, b in got.batch_acks.items() if p not in truth} == dict(live)
 
 
 def run(
     name: str, script: list[tuple[Any, ...]], tight: bool, long_array: bool, oversize: bool
 ) -> None:
+    """The contract kit's script runner, plus this file's exactness check with roomy limits."""
     clock = FakeClock()
     values = dict(TIGHT) if tight else {}
     values["managed_ledger_persist_individual_ack_as_long_array"] = long_array
@@ -87,37 +52,12 @@ def run(
         else:
             assert isinstance(p, WholeStatePersister)
             p.storage.frame_limit = 120
-    c = cursor(LEDGERS * PER_LEDGER, per_ledger=PER_LEDGER, first_ledger=FIRST)
-    p.created(c)
-    for op in script:
-        if op[0] == "ack":
-            lid, e = divmod(op[1], PER_LEDGER)
-            if c.ack(FIRST + lid, e):
-                p.acked(c, [FIRST + lid])
-        elif op[0] == "batch":
-            lid, e = divmod(op[1], PER_LEDGER)
-            pos = (FIRST + lid, e)
-            old = c.batch_acks().get(pos)
-            mask = op[2] & (old.unacked if old else 1023)
-            if mask and not c.is_acked(*pos):
-                c.ack_batch_partially(pos, 10, mask)
-                p.acked(c, [pos[0]])
-        elif op[0] == "tick":
-            clock.advance(op[1])
-        elif op[0] == "flush":
-            p.flush(c)
-        else:
-            p.crash()
-            got = p.recover()
-            check(c, got, exact=not tight)
-            c.restore(got)
-    p.crash()
-    check(c, p.recover(), exact=not tight)
+    play_ack_script(p, script, clock.advance, exact=not tight)
 
 
 @pytest.mark.parametrize("name", sorted(FACTORIES))
 @settings(max_examples=40, deadline=None)
-@given(script=ops, tight=st.booleans(), long_array=st.booleans(), oversize=st.booleans())
+@given(script=ack_scripts(), tight=st.booleans(), long_array=st.booleans(), oversize=st.booleans())
 def test_recovery_is_a_subset_and_exact_when_roomy(
     name: str, script: list[tuple[Any, ...]], tight: bool, long_array: bool, oversize: bool
 ) -> None:

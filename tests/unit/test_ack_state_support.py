@@ -12,10 +12,10 @@ from typing import Any
 
 import numpy as np
 
-from brokerlab.broker.cursor import Cursor
-from brokerlab.broker.ledger import LedgerIds, ManagedLedger
 from brokerlab.profiles.model import BrokerSettings
 from brokerlab.protocols import BatchAck, PluginContext, Position, RecoveredAckState
+from brokerlab.testing.ack_state import ack_cursor
+from brokerlab.testing.ack_state import ledger_layout as ledger_layout
 from brokerlab_plugins.ack_state.settings import NAMESPACE, AckStateSettings
 
 NS = 1_000_000_000
@@ -92,12 +92,8 @@ def context(clock: FakeClock | None = None, release: str = "4.x", **values: Any)
     )
 
 
-def cursor(entries: int, per_ledger: int | None = None, first_ledger: int = 1) -> Cursor:
-    """A real broker cursor on a managed ledger of ``entries`` entries, created before them."""
-    ml = ManagedLedger("t", LedgerIds(first_ledger), per_ledger or max(entries, 1))
-    for i in range(entries):
-        ml.append(100, i)
-    return Cursor("c", ml, ml.first_position)
+cursor = ack_cursor
+"""A real broker cursor on a managed ledger of ``entries`` entries (the contract kit's)."""
 
 
 def layout_positions(layout: Mapping[int, int]) -> list[Position]:
@@ -121,7 +117,3 @@ def redelivered(
     """Acked positions the recovered state does not hold (they are delivered again)."""
     truth = acked_set(truth_md, truth_ranges, layout)
     return len(truth - acked_set(got.mark_delete, got.acked_ranges, layout))
-
-
-def ledger_layout(c: Cursor) -> dict[int, int]:
-    return {lid: len(c.ledger.ledgers[lid]) for lid in c.ledger.ledger_ids()}

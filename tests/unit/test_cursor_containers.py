@@ -8,10 +8,9 @@ from collections.abc import Callable
 
 import pytest
 from hypothesis import settings
-from hypothesis import strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
 from brokerlab.protocols import CursorContainer, Position, RankedCursorContainer
+from brokerlab.testing.cursor_containers import CursorContainerMachine
 from brokerlab_plugins.cursor_containers.heap import HeapCursorContainer
 from brokerlab_plugins.cursor_containers.sorted_list import SortedListCursorContainer
 
@@ -20,65 +19,27 @@ BOTH: list[Callable[[], Container]] = [HeapCursorContainer, SortedListCursorCont
 LONG_MAX = 2**63 - 1
 
 
-def brute_count(model: dict[str, Position | None], cursor: str) -> int:
-    mine = model.get(cursor)
-    if mine is None:
-        return 0
-    return sum(1 for p in model.values() if p is not None and p <= mine)
-
-
 # -- property-based: random add / update / remove against a dict --------------------------------
-
-NAMES = ("a", "b", "c", "d", "e", "f", "g", "h")
-CURSORS = st.sampled_from(NAMES)
-# Tiny position space, so equal positions (shared groups) and in-place moves are frequent.
-POSITIONS = st.none() | st.tuples(st.integers(0, 1), st.integers(0, 4))
+# The machine is the contract kit's (brokerlab.testing); here it also checks each structure's own
+# internal invariants.
 
 
-class ContainerMachine(RuleBasedStateMachine):
-    factory: Callable[[], Container] = HeapCursorContainer
-
+class HeapMachine(CursorContainerMachine):
     def __init__(self) -> None:
-        super().__init__()
-        self.container = self.factory()
-        self.model: dict[str, Position | None] = {}
+        super().__init__(HeapCursorContainer)
 
-    @rule(cursor=CURSORS, position=POSITIONS)
-    def add(self, cursor: str, position: Position | None) -> None:
-        self.container.add(cursor, position)
-        self.model[cursor] = position
-
-    @rule(cursor=CURSORS, position=POSITIONS)
-    def update(self, cursor: str, position: Position | None) -> None:
-        self.container.update(cursor, position)
-        if cursor in self.model:  # an unknown cursor stays unknown
-            self.model[cursor] = position
-
-    @rule(cursor=CURSORS)
-    def remove(self, cursor: str) -> None:
-        self.container.remove(cursor)
-        self.model.pop(cursor, None)
-
-    @invariant()
-    def matches_model(self) -> None:
+    def check_container(self) -> None:
+        assert isinstance(self.container, HeapCursorContainer)
         self.container._check()
-        tracked = [p for p in self.model.values() if p is not None]
-        assert self.container.slowest_position() == (min(tracked) if tracked else None)
-        assert len(self.container) == len(self.model)
-        assert self.container.tracked_count() == len(tracked)
-        for name in (*NAMES, "unknown"):
-            assert (name in self.container) == (name in self.model)
-        if isinstance(self.container, SortedListCursorContainer):
-            for name in (*NAMES, "unknown"):
-                assert self.container.count_at_or_before(name) == brute_count(self.model, name)
 
 
-class HeapMachine(ContainerMachine):
-    factory = HeapCursorContainer
+class SortedListMachine(CursorContainerMachine):
+    def __init__(self) -> None:
+        super().__init__(SortedListCursorContainer)
 
-
-class SortedListMachine(ContainerMachine):
-    factory = SortedListCursorContainer
+    def check_container(self) -> None:
+        assert isinstance(self.container, SortedListCursorContainer)
+        self.container._check()
 
 
 _FAST = settings(max_examples=200, stateful_step_count=40, deadline=None)

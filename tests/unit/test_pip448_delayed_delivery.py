@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from test_legacy_delayed_delivery import FakeTime, Wakes, config
 
 from brokerlab.protocols import Position
+from brokerlab.testing.delayed_delivery import DeliveryLog
 from brokerlab_plugins.legacy_delayed_delivery.tracker import LegacyTracker
 from brokerlab_plugins.pip448_delayed_delivery.draft import DraftManager
 from brokerlab_plugins.pip448_delayed_delivery.factory import TopicFactory
@@ -477,9 +478,7 @@ def test_differential_against_reference_model(
     cfg = config(ref_time, tick, strict, lookahead)
     ref = {n: LegacyTracker(cfg, ref_wakes[n]) for n in names}
     marks: dict[str, Position] = {}
-    accepted: Counter[tuple[str, Position]] = Counter()
-    returned: Counter[tuple[str, Position]] = Counter()
-    deliver_ats: dict[tuple[str, Position], list[int]] = {}
+    log = DeliveryLog(tick, strict)  # the contract kit's checks: once per add, never early
     for op in ops:
         kind = op[0]
         if kind == "advance":
@@ -494,17 +493,11 @@ def test_differential_against_reference_model(
             at = time.ms + int(op[4])
             got = p.add_message(*pos, at)
             assert got == r.add_message(*pos, at)
-            if got:
-                accepted[name, pos] += 1
-                deliver_ats.setdefault((name, pos), []).append(at)
+            log.added(("t", name), pos, at, time.ms, got)
         elif kind == "read":
             got_list = p.get_scheduled_messages(int(op[2]))
             assert got_list == r.get_scheduled_messages(int(op[2]))
-            for pos in got_list:
-                returned[name, pos] += 1
-                assert returned[name, pos] <= accepted[name, pos]  # once per accepted add
-                if strict:  # never early
-                    assert min(deliver_ats[name, pos]) <= time.ms
+            log.handed_back(("t", name), got_list, time.ms)
         elif kind == "md":
             md = (int(op[2]), int(op[3]))
             if name not in marks or md > marks[name]:

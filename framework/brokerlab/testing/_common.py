@@ -1,0 +1,159 @@
+"""What every contract suite shares: plugin contexts built like the simulation's, record lookup,
+hypothesis settings and the end-to-end simulation check."""
+
+from __future__ import annotations
+
+import math
+import textwrap
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, cast
+
+from hypothesis import HealthCheck, settings
+from hypothesis.stateful import RuleBasedStateMachine, run_state_machine_as_test
+
+from brokerlab.broker.events import EventLoop
+from brokerlab.broker.streams import stream
+from brokerlab.host import PluginHost, Registered
+from brokerlab.metrics import METRICS, invariants
+from brokerlab.protocols import PluginContext
+from brokerlab.workloads import parse_workload
+
+if TYPE_CHECKING:
+    from brokerlab.profiles import Profile
+    from brokerlab.simulation import Result
+
+__all__ = [
+    "CONTRACT_WORKLOAD",
+    "MS",
+    "Simulate",
+    "build_context",
+    "check_simulation",
+    "check_stats",
+    "examples",
+    "is_diagnostic",
+    "record_names",
+    "run_machine",
+]
+
+MS = 1_000_000
+"""Nanoseconds per millisecond (the event loop's monotonic clock counts nanoseconds)."""
+
+Simulate = Callable[..., "Result"]
+"""The ``simulate`` fixture: ``simulate(workload, *, seed=None, overrides=None) -> Result``."""
+
+CONTRACT_WORKLOAD = parse_workload(
+    textwrap.dedent(
+        """
+        name = "contract-small"
+        duration_s = 3
+        drain_s = 3
+        [[topics]]
+        rate = 300
+        backlog = 200
+        keys = { count = 20, skew = 0.5 }
+        delays = [{ fraction = 0.2, min_ms = 100, max_ms = 1500 }]
+        [[topics.subscriptions]]
+        name = "shared"
+        type = "Shared"
+        initial_position = "earliest"
+        [[topics.subscriptions.consumers]]
+        count = 2
+        rate = 250
+        ack_hole_probability = 0.01
+        [[topics.subscriptions]]
+        name = "keyed"
+        type = "Key_Shared"
+        [[topics.subscriptions.consumers]]
+        count = 2
+        rate = 400
+        [[events]]
+        at_s = 2
+        kind = "restart"
+        """
+    ),
+    "brokerlab.testing:contract-small",
+)
+"""A few seconds of one topic with a backlog, delayed messages, ack holes, a Shared and a
+Key_Shared subscription and a broker restart: every extension point is exercised."""
+
+
+def record_names(point: str, host: PluginHost | None = None) -> list[str]:
+    """Names of every record of ``point`` (``"entry_cache"``, ``"eviction_predicate"``,
+    ``"cursor_container"``, ``"delayed_delivery"``, ``"ack_state_persister"``), sorted.
+
+    Use it to parametrise a suite over every installed record:
+    ``@pytest.fixture(params=record_names("entry_cache"))``.
+    """
+    return [reg.record.name for reg in (host or PluginHost()).records(point)]
+
+
+def is_diagnostic(profile: Profile) -> bool:
+    """Whether ``profile`` is a diagnostic profile (in a ``diagnostics`` folder): one that
+    reproduces a known defect on purpose, so contracts are expected to break under it."""
+    return profile.path is not None and Path(profile.path).parent.name == "diagnostics"
+
+
+def build_context(
+    host: PluginHost, profile: Profile, seed: int = 0, *, predicates: bool = False
+) -> tuple[PluginContext, EventLoop]:
+    """A :class:`PluginContext` for ``profile`` on a fresh event loop, built as ``simulate`` does.
+
+    The rng is the simulation's ``plugins`` stream for ``seed``; ``new_cursor_container`` is the
+    container the profile selects. With ``predicates``, the eviction-predicate chain the profile
+    selects is built and attached (the profile's entry cache must consult predicates).
+    """
+    loop = EventLoop()
+    container: Registered[Any] = host.select(
+        "cursor_container", profile.settings.cursor_container_name, key="sim.cursorContainer"
+    )
+    context = PluginContext(
+        settings=profile.settings,
+        clock=loop,
+        scheduler=loop,
+        rng=stream(seed, "plugins"),
+        plugin_settings=profile.plugin_settings,
+        new_cursor_container=container.record.factory,
+    )
+    if predicates:
+        chain = host.resolve(profile).eviction_predicates
+        built = tuple(reg.record.factory(context) for reg in chain)
+        context = context.with_(eviction_predicates=built)
+    return context, loop
+
+
+def examples(count: int, **more: Any) -> settings:
+    """Hypothesis settings of the suites: ``count`` examples, no deadline (the machine may be
+    slow and shared), no health check that only complains about speed."""
+    return settings(
+        max_examples=count,
+        deadline=None,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+        **more,
+    )
+
+
+def run_machine(factory: Callable[[], RuleBasedStateMachine], config: settings) -> None:
+    """Run the state machines ``factory`` builds as one hypothesis test (hypothesis takes any
+    factory; its type hints only name machine classes)."""
+    run_state_machine_as_test(cast("type[RuleBasedStateMachine]", factory), settings=config)
+
+
+def check_stats(stats: Mapping[str, float], what: str) -> None:
+    """Every reported name is a registered metric and every value a finite number >= 0."""
+    for name, value in stats.items():
+        assert name in METRICS, f"{what} reports the unregistered metric {name!r}"
+        assert isinstance(value, int | float), f"{what}: {name} = {value!r} is not a number"
+        assert math.isfinite(value) and value >= 0, f"{what}: {name} = {value!r}"
+
+
+def check_simulation(simulate: Simulate, overrides: Mapping[str, str], seed: int = 7) -> None:
+    """The broker runs :data:`CONTRACT_WORKLOAD` with ``overrides`` twice with identical results,
+    delivers messages and keeps every invariant metric at zero."""
+    first = simulate(CONTRACT_WORKLOAD, seed=seed, overrides=overrides)
+    again = simulate(CONTRACT_WORKLOAD, seed=seed, overrides=overrides)
+    assert first.to_json() == again.to_json(), "the same seed gave different results"
+    assert first.metrics["delivered"] > 0, "nothing was delivered"
+    for name in invariants():
+        value = first.metrics.get(name, 0)
+        assert value == 0, f"invariant {name} = {value}"
