@@ -112,11 +112,21 @@ class ResultStore:
         files = sorted(self.results.glob("workload=*/*.parquet"))
         if not files:
             return RESULT_SCHEMA.empty_table().to_pandas()
+        # Files written by other brokerlab versions may lack metrics added since (or carry ones
+        # since removed): read them under one unified schema, and fill what is missing with null.
+        schemas = [pq.read_schema(file) for file in files]
+        schemas.append(pa.schema([pa.field("workload", pa.string())]))
         dataset = ds.dataset(
-            files, format="parquet", partitioning="hive", partition_base_dir=str(self.results)
+            files,
+            schema=pa.unify_schemas(schemas),
+            format="parquet",
+            partitioning="hive",
+            partition_base_dir=str(self.results),
         )
-        table = dataset.to_table()
-        frame = table.to_pandas()
+        frame = dataset.to_table().to_pandas()
+        for name in RESULT_SCHEMA.names:
+            if name not in frame:
+                frame[name] = None
         frame["workload"] = frame["workload"].astype(str)
         frame = frame.sort_values(["cell_id", "finished_at"]).drop_duplicates(
             "cell_id", keep="last"
