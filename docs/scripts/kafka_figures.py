@@ -14,9 +14,9 @@ from pathlib import Path
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.pyplot as plt
 
-from brokerlab import load_profile, make_host, simulate  # noqa: E402
+from brokerlab import load_profile, make_host, simulate
 
 ROOT = Path(__file__).resolve().parents[2]
 OUT = ROOT / "docs" / "results"

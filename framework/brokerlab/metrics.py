@@ -38,6 +38,10 @@ def _kafka(name: str, unit: str, kind: Kind, description: str) -> Metric:
     )
 
 
+def _trace(name: str, unit: str, kind: Kind, description: str) -> Metric:
+    return Metric(name, unit, kind, description, "cache_trace", simulator="cache-trace")
+
+
 _TABLE: tuple[Metric, ...] = (
     # -- messages ------------------------------------------------------------------------------
     Metric("published", "messages", "counter", "Messages published by producers.", "messages"),
@@ -425,6 +429,13 @@ _TABLE: tuple[Metric, ...] = (
         "ack_state",
     ),
     Metric("broker_restarts", "events", "counter", "Broker restarts simulated.", "ack_state"),
+    Metric(
+        "dedup_producers_lost",
+        "producers",
+        "counter",
+        "With deduplication on: producers whose last sequence id a restart or unload lost (not in the recovered pulsar.dedup snapshot, no entry after it).",
+        "ack_state",
+    ),
     # -- Kafka tiered storage: the remote index cache (simulator kafka-tiered-storage) ---------
     _kafka(
         "index_lookups",
@@ -536,6 +547,56 @@ _TABLE: tuple[Metric, ...] = (
         "events",
         "counter",
         "Partition leadership moves to or from the observed broker.",
+    ),
+    # -- cache trace replay (the cache-trace simulator) ------------------------------------------
+    _trace(
+        "trace_requests",
+        "requests",
+        "counter",
+        "Trace requests replayed through the entry cache (zero-size requests excluded).",
+    ),
+    _trace(
+        "trace_skipped_requests",
+        "requests",
+        "counter",
+        "Zero-size requests in the replayed span, left out as libCacheSim leaves them out by default.",
+    ),
+    _trace(
+        "trace_objects",
+        "objects",
+        "gauge",
+        "Distinct objects requested: each one's first request is a miss for any cache.",
+    ),
+    _trace(
+        "trace_span_s", "s", "gauge", "Trace time replayed, from the first request to the last."
+    ),
+    _trace("trace_hits", "requests", "counter", "Requests the entry cache served."),
+    _trace(
+        "trace_misses",
+        "requests",
+        "counter",
+        "Requests the entry cache could not serve (read from storage).",
+    ),
+    _trace(
+        "trace_hit_ratio",
+        "ratio",
+        "ratio",
+        "trace_hits / trace_requests, comparable with a generic cache's request hit ratio on the same trace.",
+    ),
+    _trace(
+        "trace_byte_hit_ratio",
+        "ratio",
+        "ratio",
+        "Bytes of the requests served by the cache / bytes requested.",
+    ),
+    _trace(
+        "trace_miss_bytes", "bytes", "counter", "Bytes of the missed requests: what storage serves."
+    ),
+    _trace(
+        "trace_peak_cache_bytes",
+        "bytes",
+        "gauge",
+        "Most bytes the cache counted, right after admitting a miss (before the size eviction it may trigger).",
     ),
 )
 

@@ -17,6 +17,7 @@ GROUP_TITLES = {
     "delayed": "Delayed delivery",
     "ack_state": "Ack state",
     "kafka_index_cache": "Kafka remote index cache",
+    "cache_trace": "Cache trace replay",
     "invariants": "Invariants (must be zero)",
 }
 

@@ -1,13 +1,15 @@
 """Entry-cache benchmarks: (a) cost of one time-eviction pass against the number of topics,
 (b) cache operations per second on a Zipf trace, beside libCacheSim's LRU when it is installed.
 
-Run: ``python tests/benchmarks/bench_entry_caches.py`` (about a minute). The issue asks for a
-10M-request trace in (b); this script uses 1M requests so that it fits the machine (the rates do
-not depend on the length once the cache is warm). libCacheSim is a dev-only (GPL) oracle.
+Run: ``python tests/benchmarks/bench_entry_caches.py [--requests N]``. (b) replays the 10M-request
+trace the issue asks for by default (a few minutes on the 2-core reference machine; ``--requests
+1000000`` takes about a minute, and the rates barely depend on the length once the cache is warm).
+libCacheSim is a dev-only (GPL) oracle.
 """
 
 from __future__ import annotations
 
+import argparse
 import sys
 import time
 from collections import OrderedDict
@@ -38,7 +40,7 @@ from brokerlab_plugins.pip430_cache import (  # noqa: E402
 MS = 1_000_000
 TOPIC_COUNTS = (1, 100, 10_000)
 ENTRIES_PER_TOPIC = 5
-REQUESTS = 1_000_000
+REQUESTS = 10_000_000
 OBJECTS = 100_000
 ALPHA = 1.0
 CAPACITY = 10_000  # entries (unit size): 10% of the objects
@@ -95,10 +97,10 @@ def eviction_pass_cost(kind: str, topics: int) -> float:
     return (time.perf_counter() - start) / passes * 1e6
 
 
-def zipf_trace() -> list[int]:
+def zipf_trace(requests: int) -> list[int]:
     rng = np.random.default_rng(42)
     weights = 1.0 / np.arange(1, OBJECTS + 1) ** ALPHA
-    trace: list[int] = rng.choice(OBJECTS, size=REQUESTS, p=weights / weights.sum()).tolist()
+    trace: list[int] = rng.choice(OBJECTS, size=requests, p=weights / weights.sum()).tolist()
     return trace
 
 
@@ -155,6 +157,11 @@ def run_libcachesim_lru(trace: list[int]) -> tuple[float, float] | None:
 
 
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--requests", type=int, default=REQUESTS, help=f"trace length of (b) (default {REQUESTS:,})"
+    )
+    requests: int = parser.parse_args().requests
     print("(a) time-eviction pass cost vs number of topics "
           f"({ENTRIES_PER_TOPIC} live entries per topic)")  # fmt: skip
     for kind in ("legacy", "pip430"):
@@ -164,10 +171,10 @@ def main() -> None:
         cells = ", ".join(f"{n} topics {c:9.2f} us (x{c / base:7.1f})" for n, c in costs.items())
         print(f"  {kind:7s} {cells}")
     print(
-        f"\n(b) Zipf(alpha={ALPHA}) trace, {REQUESTS:,} requests over {OBJECTS:,} objects "
-        f"(1M, not 10M, to fit the machine), capacity {CAPACITY:,} unit-size entries"
+        f"\n(b) Zipf(alpha={ALPHA}) trace, {requests:,} requests over {OBJECTS:,} objects, "
+        f"capacity {CAPACITY:,} unit-size entries"
     )
-    trace = zipf_trace()
+    trace = zipf_trace(requests)
     rows: list[tuple[str, tuple[float, float] | None]] = [
         ("libcachesim LRU", run_libcachesim_lru(trace)),
         ("OrderedDict LRU", run_ordered_dict_lru(trace)),

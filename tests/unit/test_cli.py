@@ -402,5 +402,7 @@ def test_workloads_lists_the_builtins() -> None:
             "many-topics",
             "delayed-mixed",
             "ack-holes-restart",
+            "trace-zipf",
         ]
     )
+    assert dict(rows)["trace-zipf"] == "cache-trace"

@@ -155,9 +155,7 @@ def test_a_workload_naming_an_unknown_simulator_is_refused(host: PluginHost) -> 
 
 
 def test_kafka_workload_errors_point_at_the_line(host: PluginHost) -> None:
-    broken = SMALL.replace(
-        'partitions = "moved"\nfrom_age_s', 'partitions = "gone"\nfrom_age_s'
-    )
+    broken = SMALL.replace('partitions = "moved"\nfrom_age_s', 'partitions = "gone"\nfrom_age_s')
     with pytest.raises(WorkloadError) as caught:
         parse_workload(broken, "k.toml", host.workload_models())
     assert "'gone' is not defined" in str(caught.value)

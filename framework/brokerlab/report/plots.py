@@ -38,6 +38,12 @@ KEY_METRICS: dict[str, tuple[str, ...]] = {
         "index_cache_stale_bytes_end",
         "index_cache_stale_residence_mean_s",
     ),
+    "cache-trace": (
+        "trace_hit_ratio",
+        "trace_byte_hit_ratio",
+        "trace_miss_bytes",
+        "trace_peak_cache_bytes",
+    ),
 }
 """The metrics a report shows per workload, by the simulator that reports them."""
 

@@ -87,7 +87,10 @@ def parse_workload(text: str, origin: str, models: Models = PULSAR_ONLY) -> Work
         # JSON mode in strict mode: TOML is typed, so "5" is not a number and 1.5 not an integer,
         # while tables still validate as models and arrays as tuples. Dates become strings, which
         # no field accepts, so they fail with a plain message.
-        return model.model_validate_json(json.dumps(data, default=str), strict=True)
+        # The context tells a model where the document came from (relative paths in it).
+        return model.model_validate_json(
+            json.dumps(data, default=str), strict=True, context={"origin": origin}
+        )
     except ValidationError as exc:
         raise _validation_error(exc, model, data, lines.get(), origin) from None
 

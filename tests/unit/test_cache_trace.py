@@ -1,0 +1,392 @@
+"""The ``cache-trace`` simulator: trace readers (cross-checked with libCacheSim), the workload
+format and its errors, replay semantics on the simulation clock, and the differential test of
+issue #4: the PIP-430 queue with both predicates off is a byte-capacity FIFO, end to end."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from collections import deque
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import numpy as np
+import pytest
+from test_pip430_cache import zipf_trace
+
+from brokerlab import load_profile, simulate
+from brokerlab.errors import WorkloadError
+from brokerlab.host import PluginHost
+from brokerlab.protocols import SimulationRequest
+from brokerlab.simulation import Result, load_workload
+from brokerlab.spark.cells import build_cells
+from brokerlab.workloads import WorkloadDocument
+from brokerlab_plugins.cache_trace.model import TraceWorkload
+from brokerlab_plugins.cache_trace.plugin import estimated_cost, scale_trace_workload
+from brokerlab_plugins.cache_trace.simulator import replay_trace
+from brokerlab_plugins.cache_trace.synthetic import zipf_csv
+from brokerlab_plugins.cache_trace.traces import ORACLE_GENERAL, TraceLimits, read_trace
+
+ROOT = Path(__file__).resolve().parents[2]
+PROFILES = ROOT / "profiles"
+SHIPPED = ROOT / "plugins" / "brokerlab_plugins" / "cache_trace" / "workloads"
+NO_TTL = {"managedLedgerCacheEvictionTimeThresholdMillis": str(10**9)}
+# Both PIP-430 predicates off, size eviction down to the 0.98 trigger, no expiry: a FIFO.
+AS_FIFO = {
+    "cacheEvictionByExpectedReadCount": "false",
+    "managedLedgerCacheEvictionExtendTTLOfRecentlyAccessed": "false",
+    "managedLedgerCacheEvictionWatermark": "0.98",
+    **NO_TTL,
+}
+MIB = 1 << 20
+
+Row = tuple[float, int, int]  # time, object, size
+
+
+@pytest.fixture(scope="module")
+def host() -> PluginHost:
+    return PluginHost()
+
+
+def write_csv(path: Path, rows: Sequence[Row], *, header: bool = True) -> Path:
+    lines = ["time,object,size"] if header else []
+    lines += [f"{t:g},{obj},{size}" for t, obj, size in rows]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def write_oracle_general(path: Path, rows: Sequence[Row]) -> Path:
+    """oracleGeneral from its documented layout (next access unknown: -1)."""
+    records = np.zeros(len(rows), dtype=ORACLE_GENERAL)
+    for i, (t, obj, size) in enumerate(rows):
+        records[i] = (int(t), obj, size, -1)
+    records.tofile(path)
+    return path
+
+
+def write_workload(folder: Path, trace: str, fmt: str, **keys: object) -> Path:
+    """``folder/w.toml`` replaying ``trace``; ``format`` is on line 5."""
+    head = textwrap.dedent(
+        f"""\
+        simulator = "cache-trace"
+        name = "test-trace"
+        duration_s = 1e6
+        trace = {json.dumps(trace)}
+        format = {json.dumps(fmt)}
+        """
+    )
+    extra = "".join(f"{key} = {json.dumps(value)}\n" for key, value in keys.items())
+    path = folder / "w.toml"
+    path.write_text(head + extra, encoding="utf-8")
+    return path
+
+
+def run(
+    host: PluginHost,
+    workload: WorkloadDocument | str,
+    profile: str = "pulsar-4.2.conf",
+    overrides: Mapping[str, str] | None = None,
+    seed: int = 0,
+) -> Result:
+    return simulate(
+        load_profile(PROFILES / profile, overrides, host=host), workload, seed, host=host
+    )
+
+
+def synthetic_rows(requests: int, objects: int, seed: int, max_kib: int = 32) -> list[Row]:
+    """The Zipf object sequence of the cache-level differential test, with one size per object
+    (1..max_kib KiB) and 20 requests per simulated second (so requests share instants)."""
+    sizes = np.random.default_rng(seed).integers(1024, max_kib * 1024, size=objects).tolist()
+    trace = zipf_trace(requests, objects, 0.9, seed)
+    return [(i // 20, obj, sizes[obj]) for i, obj in enumerate(trace)]
+
+
+# ---- readers --------------------------------------------------------------------------------
+
+
+def test_csv_with_and_without_header_reads_the_same(tmp_path: Path) -> None:
+    rows: list[Row] = [(10, 7, 100), (10.5, 3, 200), (12, 7, 100), (13, 9, 50)]
+    limits = TraceLimits(duration_s=1e6)
+    with_header = read_trace(write_csv(tmp_path / "a.csv", rows), "csv", limits)
+    without = read_trace(write_csv(tmp_path / "b.csv", rows, header=False), "csv", limits)
+    for trace in (with_header, without):
+        assert trace.times_ns.tolist() == [0, 500_000_000, 2_000_000_000, 3_000_000_000]
+        assert trace.objects.tolist() == [0, 1, 0, 2]  # first-request order
+        assert trace.sizes.tolist() == [100, 200, 100, 50]
+
+
+def test_oracle_general_written_by_layout_is_what_libcachesim_reads(tmp_path: Path) -> None:
+    lcs = pytest.importorskip("libcachesim", reason="libcachesim (dev-only GPL oracle) missing")
+    rows: list[Row] = [(5, 2**40 + 1, 4096), (5, 17, 1), (9, 2**40 + 1, 4096), (2**31, 3, 2**31)]
+    path = write_oracle_general(tmp_path / "t.oracleGeneral", rows)
+    assert path.stat().st_size == 24 * len(rows)
+    reader = lcs.TraceReader(str(path), lcs.TraceType.ORACLE_GENERAL_TRACE)
+    assert [(r.clock_time, r.obj_id, r.obj_size) for r in reader] == rows
+    ours = read_trace(path, "oracleGeneral", TraceLimits(duration_s=1e10))
+    assert ours.times_ns.tolist() == [0, 0, 4 * 10**9, (2**31 - 5) * 10**9]
+    assert ours.objects.tolist() == [0, 1, 0, 2]
+    assert ours.sizes.tolist() == [4096, 1, 4096, 2**31]
+
+
+def test_oracle_general_written_by_libcachesim_reads_like_its_csv(tmp_path: Path) -> None:
+    lcs = pytest.importorskip("libcachesim", reason="libcachesim (dev-only GPL oracle) missing")
+    rows = synthetic_rows(3_000, 300, seed=3)
+    source = write_csv(tmp_path / "t.csv", rows)
+    params = lcs.ReaderInitParam(has_header=True, has_header_set=True, delimiter=",")
+    params.time_field, params.obj_id_field, params.obj_size_field = 1, 2, 3
+    reader = lcs.TraceReader(str(source), lcs.TraceType.CSV_TRACE, params)
+    converted = tmp_path / "t.oracleGeneral"
+    lcs.Util.convert_to_oracleGeneral(reader._reader, str(converted))
+    limits = TraceLimits(duration_s=1e6)
+    binary = read_trace(converted, "oracleGeneral", limits)
+    text = read_trace(source, "csv", limits)
+    assert len(binary) == len(rows)
+    for a, b in zip(
+        (binary.times_ns, binary.objects, binary.sizes),
+        (text.times_ns, text.objects, text.sizes),
+        strict=True,
+    ):
+        assert a.tolist() == b.tolist()
+
+
+def test_limits_cut_the_trace_while_reading(tmp_path: Path) -> None:
+    rows: list[Row] = [(100, 1, 10), (101, 2, 0), (103, 3, 10), (102, 1, 10), (104, 4, 10)]
+    path = write_csv(tmp_path / "t.csv", rows)
+    everything = read_trace(path, "csv", TraceLimits(duration_s=1e6))
+    assert everything.skipped == 1  # the zero-size request, as libCacheSim skips it
+    # Time never goes back: 102 after 103 is replayed at 103.
+    assert everything.times_ns.tolist() == [0, 3 * 10**9, 3 * 10**9, 4 * 10**9]
+    # duration_s: requests before first + 3.5 s; max_requests: the first n of those.
+    assert len(read_trace(path, "csv", TraceLimits(duration_s=3.5))) == 3
+    assert len(read_trace(path, "csv", TraceLimits(duration_s=3.0))) == 1
+    assert len(read_trace(path, "csv", TraceLimits(duration_s=1e6, max_requests=2))) == 2
+    # The time column counted in milliseconds.
+    millis = read_trace(path, "csv", TraceLimits(duration_s=0.0035, time_unit_s=0.001))
+    assert millis.times_ns.tolist() == [0, 3_000_000, 3_000_000]
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "fragment"),
+    [
+        ("time,object,size\n1,a,10\n2,b,ten\n", 3, "value 'ten' in column 'size'"),
+        ("1,a,10\n\n2,b\n", 3, "has 2 columns"),
+        ("time,object,size\n1,a,10\nsoon,b,10\n", 3, "value 'soon' in column 'time'"),
+        ("1,a,-4\n", 1, "whole number of bytes >= 0"),
+    ],
+)
+def test_a_bad_csv_line_is_named_by_file_and_line(
+    tmp_path: Path, text: str, line: int, fragment: str
+) -> None:
+    path = tmp_path / "bad.csv"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(WorkloadError) as caught:
+        read_trace(path, "csv", TraceLimits(duration_s=1e6))
+    message = str(caught.value)
+    assert message.startswith(f"{path}:{line}:") and fragment in message
+
+
+def test_unreadable_traces_are_workload_errors(tmp_path: Path) -> None:
+    limits = TraceLimits(duration_s=1e6)
+    cases = {
+        tmp_path / "missing.csv": ("csv", "no such trace file"),
+        (tmp_path / "partial").with_suffix(".bin"): ("oracleGeneral", "24-byte records"),
+        tmp_path / "empty.csv": ("csv", "holds no request"),
+        tmp_path / "binary.csv": ("csv", "not a UTF-8 text file"),
+    }
+    (tmp_path / "partial.bin").write_bytes(bytes(30))
+    (tmp_path / "empty.csv").write_text("time,object,size\n1,a,0\n", encoding="utf-8")
+    (tmp_path / "binary.csv").write_bytes(b"\xff\xfe\x00\x01" * 10)
+    for path, (fmt, fragment) in cases.items():
+        with pytest.raises(WorkloadError, match=fragment) as caught:
+            read_trace(path, fmt, limits)  # type: ignore[arg-type]
+        assert str(caught.value).startswith(str(path))
+
+
+def test_the_shipped_trace_is_the_generators_output_and_small() -> None:
+    shipped = SHIPPED / "trace-zipf.csv"
+    assert shipped.stat().st_size < 200 * 1024
+    assert shipped.read_text(encoding="utf-8") == zipf_csv()
+
+
+# ---- the workload document ------------------------------------------------------------------
+
+
+def test_a_relative_trace_path_is_taken_from_the_workload_files_folder(
+    tmp_path: Path, host: PluginHost, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = tmp_path / "workloads"
+    folder.mkdir()
+    write_csv(folder / "t.csv", [(0, 1, 10), (1, 1, 10)])
+    toml = write_workload(folder, "t.csv", "csv")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    workload = load_workload(host, str(toml))
+    assert isinstance(workload, TraceWorkload)
+    assert workload.trace == str(folder.resolve() / "t.csv")
+    assert run(host, workload).metrics["trace_hits"] == 1
+    # A document read back from JSON (as a Spark executor does) keeps the absolute path.
+    assert TraceWorkload.model_validate_json(workload.model_dump_json()) == workload
+
+
+def test_unknown_keys_and_formats_are_refused_with_their_line(
+    tmp_path: Path, host: PluginHost
+) -> None:
+    toml = write_workload(tmp_path, "t.csv", "parquet")
+    with pytest.raises(WorkloadError, match=r"w\.toml:5: key 'format'.*'oracleGeneral' or 'csv'"):
+        load_workload(host, str(toml))
+    toml = write_workload(tmp_path, "t.csv", "csv", admision="add")
+    with pytest.raises(WorkloadError, match="did you mean 'admission'"):
+        load_workload(host, str(toml))
+
+
+# ---- the command line -----------------------------------------------------------------------
+
+
+def brokerlab(*args: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("BROKERLAB_")}
+    return subprocess.run(
+        [sys.executable, "-m", "brokerlab", *args],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=env,
+        timeout=120,
+        check=False,
+    )
+
+
+def test_cli_reports_a_bad_trace_line_with_exit_code_2(tmp_path: Path) -> None:
+    (tmp_path / "bad.csv").write_text("time,object,size\n0,a,10\n1,b,x\n", encoding="utf-8")
+    toml = write_workload(tmp_path, "bad.csv", "csv")
+    done = brokerlab("run", "--profile", "profiles/pulsar-4.2.conf", "--workload", str(toml))
+    assert done.returncode == 2, done.stderr
+    assert f"{tmp_path / 'bad.csv'}:3:" in done.stderr and "column 'size'" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_cli_json_is_identical_for_the_same_seed() -> None:
+    args = ("run", "--profile", "profiles/pulsar-4.2.conf", "--workload", "trace-zipf", "--json")
+    first, second = brokerlab(*args, "--seed", "7"), brokerlab(*args, "--seed", "7")
+    assert first.returncode == 0, first.stderr
+    assert first.stdout == second.stdout
+    assert '"trace_hit_ratio"' in first.stdout and '"entry_cache": "pip430"' in first.stdout
+
+
+# ---- replay semantics -----------------------------------------------------------------------
+
+
+def test_the_disabled_cache_never_hits(host: PluginHost) -> None:
+    metrics = run(host, "trace-zipf", "baseline.conf").metrics
+    assert metrics["trace_hits"] == 0
+    assert metrics["trace_misses"] == metrics["trace_requests"] == 8_000
+
+
+@pytest.mark.parametrize("profile", ["pulsar-4.2.conf", "pulsar-4.0-legacy.conf"])
+@pytest.mark.parametrize(("ttl_ms", "hit"), [(1_000, False), (10_000, True)])
+def test_trace_time_drives_the_caches_ttl(
+    tmp_path: Path, host: PluginHost, profile: str, ttl_ms: int, hit: bool
+) -> None:
+    write_csv(tmp_path / "t.csv", [(0, 1, 100), (5, 1, 100)])
+    workload = load_workload(host, str(write_workload(tmp_path, "t.csv", "csv")))
+    settings = {"managedLedgerCacheEvictionTimeThresholdMillis": str(ttl_ms)}
+    assert run(host, workload, profile, settings).metrics["trace_hits"] == int(hit)
+
+
+def test_admission_paths(tmp_path: Path, host: PluginHost) -> None:
+    """The add path makes every broker cache a read-through cache. On the storage-read path the
+    legacy cache caches nothing (its readers do not cache reads by default), while PIP-430 in
+    expected-read mode behaves exactly as on the add path."""
+    write_csv(tmp_path / "t.csv", synthetic_rows(2_000, 200, seed=5))
+    by_path = {}
+    for admission in ("add", "storage-read"):
+        toml = write_workload(tmp_path, "t.csv", "csv", admission=admission)
+        workload = load_workload(host, str(toml))
+        by_path[admission] = {
+            profile: run(host, workload, profile, NO_TTL).metrics["trace_hits"]
+            for profile in ("pulsar-4.2.conf", "pulsar-4.0-legacy.conf")
+        }
+    assert by_path["add"]["pulsar-4.0-legacy.conf"] > 0
+    assert by_path["storage-read"]["pulsar-4.0-legacy.conf"] == 0
+    assert by_path["storage-read"]["pulsar-4.2.conf"] == by_path["add"]["pulsar-4.2.conf"] > 0
+
+
+def byte_fifo_hits(rows: Sequence[Row], capacity: int) -> list[bool]:
+    """A byte-capacity FIFO as libCacheSim's: evict the oldest insert until the new one fits."""
+    order: deque[tuple[int, int]] = deque()
+    held: set[int] = set()
+    used = 0
+    hits = []
+    for _, obj, size in rows:
+        hits.append(obj in held)
+        if obj in held or size > capacity:
+            continue
+        while used + size > capacity:
+            old, old_size = order.popleft()
+            held.discard(old)
+            used -= old_size
+        order.append((obj, size))
+        held.add(obj)
+        used += size
+    return hits
+
+
+@pytest.mark.parametrize("size_mb", [1, 3])
+def test_differential_pip430_without_predicates_is_a_byte_fifo(
+    tmp_path: Path, host: PluginHost, size_mb: int
+) -> None:
+    """Issue #4: the PIP-430 queue with both predicates off, on a trace, gives the same hits as
+    a byte-capacity FIFO (of the 0.98 trigger's capacity), request by request, end to end."""
+    rows = synthetic_rows(6_000, 500, seed=11)
+    path = write_oracle_general(tmp_path / "t.oracleGeneral", rows)
+    workload = load_workload(host, str(write_workload(tmp_path, path.name, "oracleGeneral")))
+    assert isinstance(workload, TraceWorkload)
+    settings = {**AS_FIFO, "managedLedgerCacheSizeMB": str(size_mb)}
+    profile = load_profile(PROFILES / "pulsar-4.2.conf", settings, host=host)
+    choices = host.resolve(profile)
+    assert choices.names()["eviction_predicates"] == ""
+    _, hits, _ = replay_trace(SimulationRequest(profile, choices, workload, 0))
+    capacity = int(size_mb * MIB * 0.98)
+    assert hits.tolist() == byte_fifo_hits(rows, capacity)
+    assert run(host, workload, overrides=settings).metrics["trace_hits"] == int(hits.sum())
+
+    lcs = pytest.importorskip("libcachesim", reason="libcachesim (dev-only GPL oracle) missing")
+    oracle = lcs.FIFO(cache_size=capacity, hashpower=16)
+    expected = [bool(oracle.get(lcs.Request(obj_size=s, obj_id=o + 1))) for _, o, s in rows]
+    assert hits.tolist() == expected
+    reader = lcs.TraceReader(str(path), lcs.TraceType.ORACLE_GENERAL_TRACE)
+    miss_ratio, _ = lcs.FIFO(cache_size=capacity, hashpower=16).process_trace(reader)
+    assert round((1 - miss_ratio) * len(rows)) == int(hits.sum())
+
+
+def test_same_seed_same_result_and_seeds_do_not_change_a_trace(host: PluginHost) -> None:
+    first = run(host, "trace-zipf", seed=3)
+    assert run(host, "trace-zipf", seed=3).to_json() == first.to_json()
+    assert run(host, "trace-zipf", seed=4).metrics == first.metrics
+
+
+# ---- the simulator record -------------------------------------------------------------------
+
+
+def test_scale_replays_the_first_part_and_cost_estimates_requests(host: PluginHost) -> None:
+    workload = load_workload(host, "trace-zipf")
+    assert isinstance(workload, TraceWorkload)
+    assert scale_trace_workload(workload, 1.0) is workload
+    quarter = scale_trace_workload(workload, 0.25)
+    assert quarter.max_requests == 2_000
+    assert run(host, quarter).metrics["trace_requests"] == 2_000
+    assert 7_000 < estimated_cost(workload) < 9_000
+    assert estimated_cost(quarter) == 2_000
+
+
+def test_the_matrix_pairs_trace_workloads_with_pulsar_profiles_only(host: PluginHost) -> None:
+    pulsar = load_profile(PROFILES / "pulsar-4.2.conf", host=host)
+    cells = build_cells([pulsar], [], ["trace-zipf"], 2, host, scale=0.5)
+    assert [c.workload for c in cells] == ["trace-zipf", "trace-zipf"]
+    assert all('"max_requests":4000' in c.workload_json for c in cells)
+    kafka = load_profile(PROFILES / "kafka-ttl.conf", host=host)
+    with pytest.raises(WorkloadError, match="none of the workloads"):
+        build_cells([kafka], [], ["trace-zipf"], 1, host)
