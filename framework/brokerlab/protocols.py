@@ -328,7 +328,17 @@ class DelayedDeliveryTracker(Protocol):
     def should_pause_all_deliveries(self) -> bool:
         """The fixed-delay lookahead rule: pause normal reads until delayed messages are due."""
 
-    def reset_tick_time(self, tick_ms: int) -> None: ...
+    def reset_tick_time(self, tick_ms: int) -> None:
+        """This subscription's tick is now `tick_ms` (Pulsar's dispatcher passes the topic's)."""
+
+    @property
+    def tick_ms(self) -> int:
+        """The tick this subscription's cutoff, timer spacing and fixed-delay tolerance use now.
+
+        Only this subscription's own `reset_tick_time` may change it; the broker reads it to
+        count `delayed_foreign_tick_changes`. A tracker without a tick (delivery switched off)
+        answers a constant.
+        """
 
     def mark_delete_moved(self, position: Position) -> None:
         """The subscription's mark-delete position advanced to `position`."""

@@ -15,7 +15,8 @@ import numpy as np
 
 from brokerlab.broker.consumer import Consumer, ConsumerPolicy, Delivery
 from brokerlab.broker.cursor import Cursor
-from brokerlab.broker.dispatcher import Dispatcher
+from brokerlab.broker.dedup import DEDUP_CURSOR, Deduplication
+from brokerlab.broker.dispatcher import Dispatcher, count_foreign_tick_changes
 from brokerlab.broker.events import EventLoop
 from brokerlab.broker.ledger import NO_KEY, LedgerIds, ManagedLedger
 from brokerlab.broker.streams import stream
@@ -60,6 +61,7 @@ class Counters:
     delayed_max_earliness_ms: int = 0
     delayed_duplicate_deliveries: int = 0
     delayed_spurious_available: int = 0
+    delayed_foreign_tick_changes: int = 0
     storage_entries_read: int = 0
     storage_bytes_read: int = 0
     dispatch_paused_ns: int = 0
@@ -86,6 +88,9 @@ class BrokerTuning:
     delayed_strict: bool
     delayed_tick_ms: int
     track_mark_delete: bool
+    dedup: bool = False
+    dedup_interval: int = 1000
+    dedup_max_producers: int = 10_000
 
     @classmethod
     def from_settings(cls, s: Any) -> BrokerTuning:
@@ -99,6 +104,9 @@ class BrokerTuning:
             delayed_strict=s.is_delayed_delivery_deliver_at_time_strict,
             delayed_tick_ms=s.delayed_delivery_tick_time_millis,
             track_mark_delete=s.cache_eviction_by_mark_deleted_position,
+            dedup=s.broker_deduplication_enabled,
+            dedup_interval=s.broker_deduplication_entries_interval,
+            dedup_max_producers=s.broker_deduplication_max_number_of_producers,
         )
 
 
@@ -120,6 +128,7 @@ class Topic:
         self.ledger = ledger
         self.cursors = cursors
         self.dispatchers: list[Dispatcher] = []
+        self.dedup: Deduplication | None = None
 
 
 class _Producer:
@@ -177,9 +186,12 @@ class _Producer:
         """Write ``entries`` entries published before time zero (a backlog to catch up on)."""
         ml = self.topic.ledger
         step = max(1, round(self.entry_interval_ns))
+        dedup = self.topic.dedup
         for i in range(entries):
             size, key, _, _ = self.next_entry()
-            ml.append(size, -(entries - i) * step, key, self.spec.batch_size, 0)
+            pos = ml.append(size, -(entries - i) * step, key, self.spec.batch_size, 0)
+            if dedup is not None:
+                self.broker._account(dedup.persisted(pos))
         self.broker.counters.published += entries * self.spec.batch_size
         self.broker.counters.published_entries += entries
 
@@ -190,6 +202,8 @@ class _Producer:
         deliver_at = broker.loop.now_ms() + delay_ms if delay_ms else 0
         batch = self.spec.batch_size
         pos = self.topic.ledger.append(size, now, key, batch, deliver_at)
+        if self.topic.dedup is not None:
+            broker._account(self.topic.dedup.persisted(pos))
         broker.counters.published += batch
         broker.counters.published_entries += 1
         broker.cache.insert(self.topic.name, pos, size)
@@ -245,6 +259,7 @@ class Broker:
         self.dispatchers: list[Dispatcher] = []
         self.peaks: dict[str, float] = {}
         self._ledger_ids = LedgerIds()
+        self._producer_names = 0
         self._end_ns = 0
         self._publish_end: dict[int, int] = {}
 
@@ -265,6 +280,8 @@ class Broker:
             at = round(event.at_s * NS)
             if event.kind == "restart":
                 self.loop.at(at, self.restart)
+            elif event.kind == "unload":
+                self.loop.at(at, self.unload)
             else:
                 connect = event.kind == "reconnect"
                 self.loop.at(at, partial(self._set_group, event.group, connect))
@@ -285,6 +302,8 @@ class Broker:
         ledger = ManagedLedger(name, self._ledger_ids, self.tuning.max_entries_per_ledger)
         topic = Topic(name, ledger, self.plugins.new_cursor_container())
         self.topics.append(topic)
+        if self.tuning.dedup:
+            topic.dedup = self._new_dedup(topic, spec)
         producer = _Producer(self, topic, spec, stream(self.seed, "producer", name))
         backlog_entries = -(-spec.backlog // spec.batch_size)
         if backlog_entries:
@@ -297,6 +316,31 @@ class Broker:
         if spec.rate > 0 and self.publish_end_ns(spec) > 0:
             producer.end_ns = self.publish_end_ns(spec)
             self.loop.at(producer.first_gap(), producer.publish)
+
+    def _new_dedup(self, topic: Topic, spec: TopicSpec) -> Deduplication:
+        """The topic's ``pulsar.dedup`` cursor; producer names as a broker gives them."""
+        first = self._producer_names
+        self._producer_names += spec.producers
+        names = [f"standalone-0-{n}" for n in range(first, first + spec.producers)]
+        t = self.tuning
+        dedup = Deduplication(
+            topic.ledger,
+            names,
+            spec.batch_size,
+            self.plugins.new_persister(f"{topic.name}/{DEDUP_CURSOR}"),
+            t.dedup_interval,
+            t.dedup_max_producers,
+        )
+        self._account(dedup.created())
+        return dedup
+
+    def persisters(self) -> Iterator[AckStatePersister]:
+        """Every durable cursor's persister: the subscriptions', then the dedup cursors'."""
+        for dispatcher in self.dispatchers:
+            yield dispatcher.persister
+        for topic in self.topics:
+            if topic.dedup is not None:
+                yield topic.dedup.persister
 
     def _add_subscription(self, topic: Topic, name: str, spec: SubscriptionSpec) -> None:
         ml = topic.ledger
@@ -540,6 +584,9 @@ class Broker:
             if self._account(dispatcher.persister.flush(dispatcher.cursor)):
                 # A write can end a pause (PIP-299 re-reads its cached size only when it persists).
                 dispatcher.check_pause()
+        for topic in self.topics:
+            if topic.dedup is not None:
+                self._account(topic.dedup.flush())
 
     def _sample(self) -> None:
         """Peaks of gauges that plugins report as current values."""
@@ -556,18 +603,33 @@ class Broker:
     def restart(self) -> None:
         """A broker crash and restart: in-memory state goes; cursors recover what was persisted."""
         self.counters.broker_restarts += 1
+        self._reload(graceful=False)
+
+    def unload(self) -> None:
+        """Every topic is unloaded gracefully and loaded again (a bundle unload, or a broker
+        shut down and started): each cursor closes first, persisting its final state (ack-state.md
+        §3.7), then recovers what it persisted. In-memory state goes as in a restart."""
+        self._reload(graceful=True)
+
+    def _reload(self, graceful: bool) -> None:
         for topic in self.topics:
             self.cache.close_ledger(topic.name)
+            if topic.dedup is not None:
+                self._account(topic.dedup.reload(graceful))
         for dispatcher in self.dispatchers:
             cursor = dispatcher.cursor
             was_connected = [c for c in dispatcher.consumers if c.connected]
             for consumer in was_connected:
                 consumer.take_back()
-            dispatcher.persister.crash()
+            if graceful:
+                self._account(dispatcher.persister.close(cursor))
+            else:
+                dispatcher.persister.crash()
             recovered = dispatcher.persister.recover()
             self._compare_recovery(dispatcher, recovered)
             cursor.restore(recovered)
             dispatcher.replay.clear()
+            count_foreign_tick_changes((dispatcher,))
             dispatcher.reset_tracker()
             dispatcher.paused_since = None
             dispatcher.waiting = False
@@ -605,6 +667,7 @@ class Broker:
         """Close out paused time and compute the broker's metrics."""
         now = self.loop.now_ns()
         c = self.counters
+        count_foreign_tick_changes(self.dispatchers)
         for dispatcher in self.dispatchers:
             if dispatcher.paused_since is not None:
                 c.dispatch_paused_ns += now - dispatcher.paused_since
@@ -621,6 +684,7 @@ class Broker:
                 batch[p[0]].batch[p[1]] for p in _positions_after(cursor) if not cursor.is_acked(*p)
             )
         metrics["unacked_at_end"] = unacked
+        metrics["dedup_producers_lost"] = sum(t.dedup.lost for t in self.topics if t.dedup)
         metrics["latency_p50_ms"], metrics["latency_p99_ms"] = _percentiles(
             self.latency_ms, (0.5, 0.99)
         )

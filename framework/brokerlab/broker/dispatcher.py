@@ -29,7 +29,7 @@ from brokerlab.protocols import (
 if TYPE_CHECKING:
     from brokerlab.broker.broker import Broker, Topic
 
-__all__ = ["Dispatcher"]
+__all__ = ["Dispatcher", "count_foreign_tick_changes"]
 
 # Pulsar's keySharedLookAheadMsgInReplayThresholdPerSubscription default: new reads stop while the
 # replay queue of a Key_Shared subscription holds this many entries.
@@ -73,6 +73,7 @@ class Dispatcher:
         self._rr = 0
         self._new_tracker = new_tracker
         self.tracker = new_tracker(self.wake)
+        self.tick_seen = self.tracker.tick_ms
 
     # ---- wiring -------------------------------------------------------------------------------
 
@@ -90,6 +91,7 @@ class Dispatcher:
     def reset_tracker(self) -> None:
         self.tracker.close()
         self.tracker = self._new_tracker(self.wake)
+        self.tick_seen = self.tracker.tick_ms
         self.delayed_outstanding.clear()
 
     def tracked_position(self) -> Position:
@@ -361,6 +363,17 @@ class Dispatcher:
                     counters.delayed_max_earliness_ms, earliness
                 )
 
+    def reset_tick_time(self, tick_ms: int) -> None:
+        """Give this subscription's tracker a new tick (Pulsar's dispatcher passes the topic's).
+
+        Only this call may change this subscription's tick: a change it makes to another
+        subscription's tick, or one seen before it, counts as a foreign tick change (D4).
+        """
+        count_foreign_tick_changes(self.topic.dispatchers)
+        self.tracker.reset_tick_time(tick_ms)
+        self.tick_seen = self.tracker.tick_ms
+        count_foreign_tick_changes(self.topic.dispatchers)
+
     # ---- pause --------------------------------------------------------------------------------
 
     def check_pause(self) -> None:
@@ -375,3 +388,17 @@ class Dispatcher:
             self.broker.counters.dispatch_paused_ns += now - self.paused_since
             self.paused_since = None
             self.wake()
+
+
+def count_foreign_tick_changes(dispatchers: Iterable[Dispatcher]) -> None:
+    """Count each subscription whose tracker's tick moved since it was last seen, then see it.
+
+    The dispatchers call this around every tick reset they make, and the broker at the end of
+    a run, so a tick that moved without a reset for its own subscription is counted once per
+    move (``delayed_foreign_tick_changes``).
+    """
+    for dispatcher in dispatchers:
+        tick = dispatcher.tracker.tick_ms
+        if tick != dispatcher.tick_seen:
+            dispatcher.tick_seen = tick
+            dispatcher.broker.counters.delayed_foreign_tick_changes += 1

@@ -78,8 +78,8 @@ def _collect(broker: Broker) -> dict[str, float]:
     for name, value in broker.peaks.items():
         reported[name] = max(value, reported.get(name, 0))
     # Persisters report per cursor; their counters add up over cursors.
-    for dispatcher in broker.dispatchers:
-        for name, value in dispatcher.persister.stats().items():
+    for persister in broker.persisters():
+        for name, value in persister.stats().items():
             reported[name] = reported.get(name, 0) + value
     for name, value in reported.items():
         if name not in METRICS or METRICS[name].simulator != PULSAR:

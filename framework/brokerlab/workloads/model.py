@@ -162,6 +162,7 @@ class TopicSpec(_Strict):
     arrival: Literal["constant", "poisson"] = "poisson"
     message_size: SizeSpec = SizeSpec()
     batch_size: Annotated[int, Field(ge=1)] = 1
+    producers: Annotated[int, Field(ge=1)] = 1
     keys: KeySpec | None = None
     delays: tuple[DelaySpec, ...] = ()
     backlog: Annotated[int, Field(ge=0)] = 0
@@ -176,15 +177,19 @@ class TopicSpec(_Strict):
 
 
 class EventSpec(_Strict):
-    """What happens at ``at_s``: a broker restart, or a consumer group leaves or returns."""
+    """What happens at ``at_s``: a broker restart (a crash), an unload of every topic (graceful),
+    or a consumer group leaves or returns."""
 
     at_s: Annotated[float, Field(ge=0)]
-    kind: Literal["restart", "disconnect", "reconnect"]
+    kind: Literal["restart", "unload", "disconnect", "reconnect"]
     group: str | None = None
 
     @model_validator(mode="after")
     def _group_for_consumer_events(self) -> EventSpec:
-        if self.kind != "restart" and not self.group:
+        if self.kind in ("restart", "unload"):
+            if self.group is not None:
+                raise ValueError(f"a {self.kind} event applies to the whole broker: no group")
+        elif not self.group:
             raise ValueError(f"a {self.kind} event needs the consumer group it applies to")
         return self
 

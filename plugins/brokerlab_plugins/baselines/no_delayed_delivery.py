@@ -10,6 +10,10 @@ from brokerlab.protocols import Position
 class NoDelayedDeliveryTracker:
     """Refuses every message, so the dispatcher sends it at once, deliver-at time or not."""
 
+    @property
+    def tick_ms(self) -> int:
+        return 0  # no cutoff, no timer: nothing has a tick, and resetTickTime changes nothing
+
     def add_message(self, ledger_id: int, entry_id: int, deliver_at_ms: int) -> bool:
         return False
 

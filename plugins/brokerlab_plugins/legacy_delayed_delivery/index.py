@@ -59,6 +59,48 @@ class BucketIndex:
         self.heap_bytes += HEAP.add_delta(bitmap, entry_id)
         return True
 
+    def add_many(
+        self,
+        bucket: int,
+        ledger_id: int,
+        entries: BitMap,
+        sizes: tuple[int, int] | None = None,
+    ) -> int:
+        """Insert every entry of ``entries`` under one (bucket, ledger); returns how many were new.
+
+        Leaves exactly what :meth:`add` of each entry leaves: adds only ever make array
+        containers that turn into bitsets past 4,096 values, and so does a union of such
+        bitmaps, so layout, count and both estimates match (the size deltas of single adds
+        telescope to the size of the final bitmap). ``entries`` must hold no run container
+        (build it with ``optimize=False``). ``sizes`` are ``entries``' own (Pulsar, heap) sizes,
+        a shortcut when the slot is empty.
+        """
+        if not entries:
+            return 0
+        ledgers: dict[int, BitMap] | None = self.buckets.get(bucket)
+        if ledgers is None:
+            ledgers = {}
+            self.buckets[bucket] = ledgers
+            self.heap_bytes += BUCKET_BYTES
+        bitmap = ledgers.get(ledger_id)
+        if bitmap is None:
+            ledgers[ledger_id] = BitMap(entries, optimize=False)
+            self.heap_bytes += LEDGER_SLOT_BYTES
+            if sizes is None:
+                sizes = (PORTABLE.size(entries), HEAP.size(entries))
+            self.count += len(entries)
+            self.pulsar_bytes += sizes[0]
+            self.heap_bytes += sizes[1]
+            return len(entries)
+        before = len(bitmap)
+        old_p, old_h = PORTABLE.size(bitmap), HEAP.size(bitmap)
+        bitmap |= entries
+        added = len(bitmap) - before
+        self.count += added
+        self.pulsar_bytes += PORTABLE.size(bitmap) - old_p
+        self.heap_bytes += HEAP.size(bitmap) - old_h
+        return added
+
     def contains(self, bucket: int, ledger_id: int, entry_id: int) -> bool:
         ledgers = self.buckets.get(bucket)
         if ledgers is None:

@@ -6,6 +6,7 @@ from collections.abc import Callable, Mapping
 
 from brokerlab.protocols import Clock, PluginContext, Position, Scheduler
 from brokerlab_plugins.legacy_delayed_delivery.buckets import Bucketing, add_cutoff
+from brokerlab_plugins.legacy_delayed_delivery.bulk import DelayedBatch
 from brokerlab_plugins.legacy_delayed_delivery.index import BucketIndex
 from brokerlab_plugins.legacy_delayed_delivery.settings import LegacyDelayedSettings
 from brokerlab_plugins.legacy_delayed_delivery.timer import DeliveryTimer, Wheel
@@ -51,6 +52,12 @@ class FixedDelayDetector:
         if deliver_at < self.highest - tick_ms:
             self.fixed = False  # out of order beyond one tick: not a fixed-delay stream
         self.highest = max(self.highest, deliver_at)
+
+    def accepted_batch(self, batch: DelayedBatch, tick_ms: int) -> None:
+        """:meth:`accepted` of every message of ``batch``, in its order."""
+        if not batch.keeps_fixed_delay(self.highest, tick_ms):
+            self.fixed = False
+        self.highest = max(self.highest, batch.max_deliver_at)
 
     def reset(self) -> None:
         self.highest = 0
@@ -99,6 +106,15 @@ class LegacyTracker:
         self._update_timer()
         self.flags.accepted(deliver_at_ms, self.tick_ms)
         return True
+
+    def load(self, batch: DelayedBatch) -> None:
+        """``add_message`` of every message of ``batch`` at this instant, in one pass per group
+        (for benchmarks; see :mod:`.bulk`). Raises ``ValueError`` if any would be refused."""
+        batch.check(self.buckets, self.clock.now_ms(), self.tick_ms)
+        for g in batch.groups:
+            self.index.add_many(g.bucket, g.ledger_id, g.entries, (g.pulsar_bytes, g.heap_bytes))
+        self._update_timer()
+        self.flags.accepted_batch(batch, self.tick_ms)
 
     def _bucket_cutoff(self) -> int:
         return self.buckets.bucket_cutoff(self.clock.now_ms(), self.tick_ms)

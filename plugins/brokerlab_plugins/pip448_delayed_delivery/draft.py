@@ -238,6 +238,10 @@ class DraftTracker(ClosableProxy["DraftManager", "_Context"]):
     def get_scheduled_messages(self, max_messages: int) -> list[Position]:
         return self.manager.scheduled(self._live(), max_messages)
 
+    @property
+    def tick_ms(self) -> int:
+        return self._live().tick_ms  # whatever the last resetTickTime of any subscription set (D4)
+
     def number_of_delayed_messages(self) -> int:
         self._live()
         return self.manager.index.count  # topic-wide

@@ -5,8 +5,11 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
+from pyroaring import BitMap
+
 from brokerlab.protocols import Position
 from brokerlab_plugins.legacy_delayed_delivery.buckets import precision_bits
+from brokerlab_plugins.legacy_delayed_delivery.bulk import DelayedBatch
 from brokerlab_plugins.legacy_delayed_delivery.timer import TimerMux
 from brokerlab_plugins.legacy_delayed_delivery.tracker import TrackerConfig
 from brokerlab_plugins.pip448_delayed_delivery.proxy import ClosableProxy, TrackerClosedError
@@ -93,6 +96,13 @@ class TopicManager:
             for view in self.views.values():
                 view.pin(pinned, ledger_id, entry_id)
 
+    def add_shared_many(
+        self, bucket: int, ledger_id: int, entries: BitMap, sizes: tuple[int, int] | None
+    ) -> None:
+        """:meth:`add_shared` of every entry of one (bucket, ledger), in one union where it can."""
+        for entry_id in self.shared.add_many(bucket, ledger_id, entries, sizes):
+            self.add_shared(bucket, ledger_id, entry_id)
+
     def min_mark_delete(self) -> Position | None:
         marks = [v.mark_delete for v in self.views.values()]
         if not marks or any(m is None for m in marks):
@@ -157,6 +167,14 @@ class TrackerProxy(ClosableProxy["TopicManager", SubscriptionView]):
 
     def get_scheduled_messages(self, max_messages: int) -> list[Position]:
         return self._live().get_scheduled_messages(max_messages)
+
+    @property
+    def tick_ms(self) -> int:
+        return self._live().tick_ms
+
+    def load(self, batch: DelayedBatch) -> None:
+        """Bulk ``add_message`` for benchmarks (:meth:`SubscriptionView.load`)."""
+        self._live().load(batch)
 
     def number_of_delayed_messages(self) -> int:
         return self._live().count

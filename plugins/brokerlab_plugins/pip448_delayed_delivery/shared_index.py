@@ -68,6 +68,27 @@ class SharedIndex:
         present.add(entry_id)
         return pinned
 
+    def add_many(
+        self, bucket: int, ledger_id: int, entries: BitMap, sizes: tuple[int, int] | None = None
+    ) -> BitMap:
+        """Store every pair of one (bucket, ledger) whose position no other bucket holds; returns
+        the entries that another bucket already holds, left for :meth:`add` one by one (they
+        become ambiguous, and views must pin their copies). ``sizes`` as in ``add_many`` of
+        :class:`BucketIndex`, valid only while nothing is left out."""
+        held = self.index.bitmap(bucket, ledger_id)
+        new = entries - held if held is not None else entries
+        present = self.present.get(ledger_id)
+        if present is None:
+            present = self.present[ledger_id] = BitMap()
+        elsewhere = new & present
+        if elsewhere:
+            new = new - elsewhere
+        if new is not entries:
+            sizes = None
+        self.index.add_many(bucket, ledger_id, new, sizes)
+        present |= new
+        return elsewhere
+
     def prune(self, position: Position) -> int:
         """Remove every pair at or before ``position``; returns how many pairs went."""
         removed = self.index.remove_at_or_before(position)

@@ -16,6 +16,7 @@ from pyroaring import BitMap
 
 from brokerlab.protocols import Position
 from brokerlab_plugins.legacy_delayed_delivery.buckets import Bucketing, add_cutoff
+from brokerlab_plugins.legacy_delayed_delivery.bulk import DelayedBatch
 from brokerlab_plugins.legacy_delayed_delivery.index import BucketIndex
 from brokerlab_plugins.legacy_delayed_delivery.sizing import heap_bytes
 from brokerlab_plugins.legacy_delayed_delivery.timer import DeliveryTimer
@@ -136,6 +137,40 @@ class SubscriptionView:
         self.update_timer()
         self.flags.accepted(deliver_at_ms, self.tick_ms)
         return True
+
+    def load(self, batch: DelayedBatch) -> None:
+        """``add_message`` of every message of ``batch`` at this instant, one union per group
+        where it can (for benchmarks; see ``legacy_delayed_delivery.bulk``)."""
+        batch.check(self.buckets, self.clock.now_ms(), self.tick_ms)
+        md = self.mark_delete
+        for g in batch.groups:
+            ledger_id, entries = g.ledger_id, g.entries
+            sizes: tuple[int, int] | None = (g.pulsar_bytes, g.heap_bytes)
+            if md is not None and ledger_id <= md[0]:
+                # Adds at or before our mark-delete are kept privately, as add_message does.
+                kept = entries if ledger_id < md[0] else entries & BitMap(range(md[1] + 1))
+                if kept:
+                    self.count += self.private.add_many(g.bucket, ledger_id, kept)
+                    entries, sizes = entries - kept, None
+                if not entries:
+                    continue
+            self.manager.add_shared_many(g.bucket, ledger_id, entries, sizes)
+            multi = self.shared.multi.get(ledger_id)
+            ambiguous = entries & multi if multi is not None else None
+            if ambiguous:
+                for entry_id in ambiguous:
+                    self.count += self.explicit.add(g.bucket, ledger_id, entry_id)
+                entries = entries - ambiguous
+            if entries:
+                pending = self.pending.get(ledger_id)
+                if pending is None:
+                    pending = self.pending[ledger_id] = BitMap()
+                before = len(pending)
+                pending |= entries
+                self.count += len(pending) - before
+            self.first = min(self.first, g.bucket)
+        self.update_timer()
+        self.flags.accepted_batch(batch, self.tick_ms)
 
     def pin(self, bucket: int, ledger_id: int, entry_id: int) -> None:
         """The position became ambiguous: keep our pending copy as an explicit pair."""
