@@ -12,15 +12,24 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from brokerlab.broker.events import EventLoop
+from brokerlab.broker.streams import stream
 from brokerlab.errors import PluginError, WorkloadError
 from brokerlab.host import PluginChoices, PluginHost
 from brokerlab.metrics import METRICS
 from brokerlab.profiles import Profile
-from brokerlab.protocols import SimulationRequest
+from brokerlab.protocols import PluginContext, SimulationRequest
 from brokerlab.records import SimulatorRecord
 from brokerlab.workloads import WorkloadDocument, resolve_workload
 
-__all__ = ["Result", "load_workload", "profile_simulators", "run_simulation", "simulate"]
+__all__ = [
+    "Result",
+    "load_workload",
+    "plugin_context",
+    "profile_simulators",
+    "run_simulation",
+    "simulate",
+]
 
 Progress = Callable[[float], None]
 
@@ -67,6 +76,24 @@ def profile_simulators(profile: Profile, host: PluginHost) -> set[str]:
         "pulsar" if namespace is None else owners[namespace]
         for namespace in profile.namespaces_set()
     }
+
+
+def plugin_context(
+    profile: Profile, choices: PluginChoices, loop: EventLoop, seed: int
+) -> PluginContext:
+    """What a simulator hands the plugins ``profile`` chose: the validated settings, ``loop`` as
+    clock and scheduler, the seed's ``plugins`` random stream, the chosen cursor container, and
+    the eviction-predicate chain built in the same context (one of each per simulation)."""
+    context = PluginContext(
+        settings=profile.settings,
+        clock=loop,
+        scheduler=loop,
+        rng=stream(seed, "plugins"),
+        plugin_settings=profile.plugin_settings,
+        new_cursor_container=choices.cursor_container.record.factory,
+    )
+    predicates = tuple(reg.record.factory(context) for reg in choices.eviction_predicates)
+    return context.with_(eviction_predicates=predicates)
 
 
 def simulate(

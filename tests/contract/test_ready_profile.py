@@ -7,7 +7,6 @@ over every profile in ``profiles/`` without it.
 from __future__ import annotations
 
 import os
-import textwrap
 from pathlib import Path
 
 import pytest
@@ -16,45 +15,12 @@ from brokerlab import load_profile, simulate
 from brokerlab.host import PluginHost
 from brokerlab.metrics import invariants
 from brokerlab.simulation import load_workload, profile_simulators
-from brokerlab.workloads import parse_workload
+from brokerlab.testing import CONTRACT_WORKLOAD
 from brokerlab_plugins.kafka_remote_index.plugin import scale_kafka_workload
 
 ROOT = Path(__file__).resolve().parents[2]
 READY = sorted(p for p in (ROOT / "profiles").glob("*.conf") if p.name != "reference.conf")
 CHOSEN = [Path(os.environ["BROKERLAB_PROFILE"])] if os.environ.get("BROKERLAB_PROFILE") else READY
-
-SMALL = parse_workload(
-    textwrap.dedent(
-        """
-        name = "contract-small"
-        duration_s = 3
-        drain_s = 3
-        [[topics]]
-        rate = 300
-        backlog = 200
-        keys = { count = 20, skew = 0.5 }
-        delays = [{ fraction = 0.2, min_ms = 100, max_ms = 1500 }]
-        [[topics.subscriptions]]
-        name = "shared"
-        type = "Shared"
-        initial_position = "earliest"
-        [[topics.subscriptions.consumers]]
-        count = 2
-        rate = 250
-        ack_hole_probability = 0.01
-        [[topics.subscriptions]]
-        name = "keyed"
-        type = "Key_Shared"
-        [[topics.subscriptions.consumers]]
-        count = 2
-        rate = 400
-        [[events]]
-        at_s = 2
-        kind = "restart"
-        """
-    ),
-    "contract-small.toml",
-)
 
 
 @pytest.fixture(scope="module")
@@ -81,8 +47,8 @@ def test_profile_runs_deterministically_with_zero_invariant_violations(
         assert simulate(profile, workload, 11, host=host).to_json() == first.to_json()
         assert first.metrics["index_lookups"] > 0
         return
-    first = simulate(profile, SMALL, 11, host=host)
-    again = simulate(profile, SMALL, 11, host=host)
+    first = simulate(profile, CONTRACT_WORKLOAD, 11, host=host)
+    again = simulate(profile, CONTRACT_WORKLOAD, 11, host=host)
     assert first.to_json() == again.to_json()
     assert first.metrics["delivered"] > 0
     if path.parent.name == "diagnostics":

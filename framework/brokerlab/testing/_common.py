@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 import textwrap
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
@@ -13,10 +14,10 @@ from hypothesis import HealthCheck, settings
 from hypothesis.stateful import RuleBasedStateMachine, run_state_machine_as_test
 
 from brokerlab.broker.events import EventLoop
-from brokerlab.broker.streams import stream
-from brokerlab.host import PluginHost, Registered
+from brokerlab.host import PluginHost
 from brokerlab.metrics import METRICS, invariants
 from brokerlab.protocols import PluginContext
+from brokerlab.simulation import plugin_context
 from brokerlab.workloads import parse_workload
 
 if TYPE_CHECKING:
@@ -104,22 +105,10 @@ def build_context(
     selects is built and attached (the profile's entry cache must consult predicates).
     """
     loop = EventLoop()
-    container: Registered[Any] = host.select(
-        "cursor_container", profile.settings.cursor_container_name, key="sim.cursorContainer"
-    )
-    context = PluginContext(
-        settings=profile.settings,
-        clock=loop,
-        scheduler=loop,
-        rng=stream(seed, "plugins"),
-        plugin_settings=profile.plugin_settings,
-        new_cursor_container=container.record.factory,
-    )
-    if predicates:
-        chain = host.resolve(profile).eviction_predicates
-        built = tuple(reg.record.factory(context) for reg in chain)
-        context = context.with_(eviction_predicates=built)
-    return context, loop
+    choices = host.resolve(profile)
+    if not predicates:
+        choices = replace(choices, eviction_predicates=())
+    return plugin_context(profile, choices, loop, seed), loop
 
 
 def examples(count: int, **more: Any) -> settings:

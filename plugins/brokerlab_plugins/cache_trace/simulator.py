@@ -13,8 +13,8 @@ import numpy as np
 import numpy.typing as npt
 
 from brokerlab.broker.events import EventLoop
-from brokerlab.broker.streams import stream
-from brokerlab.protocols import EntryCache, PluginContext, SimulationOutput, SimulationRequest
+from brokerlab.protocols import EntryCache, SimulationOutput, SimulationRequest
+from brokerlab.simulation import plugin_context
 from brokerlab_plugins.cache_trace.model import TraceWorkload
 from brokerlab_plugins.cache_trace.replay import TraceReplay
 from brokerlab_plugins.cache_trace.traces import Trace, TraceLimits, read_trace
@@ -57,16 +57,7 @@ def replay_trace(request: SimulationRequest) -> tuple[Trace, npt.NDArray[np.bool
     settings = profile.settings
     trace = load_trace(workload)
     loop = EventLoop()
-    context = PluginContext(
-        settings=settings,
-        clock=loop,
-        scheduler=loop,
-        rng=stream(request.seed, "plugins"),
-        plugin_settings=profile.plugin_settings,
-        new_cursor_container=choices.cursor_container.record.factory,
-    )
-    predicates = tuple(reg.record.factory(context) for reg in choices.eviction_predicates)
-    context = context.with_(eviction_predicates=predicates)
+    context = plugin_context(profile, choices, loop, request.seed)
     cache: EntryCache = choices.entry_cache.record.factory(context)
     replay = TraceReplay(
         cache,
