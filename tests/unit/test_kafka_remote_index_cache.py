@@ -1,10 +1,9 @@
 """Kafka's remote index cache against spec kafka-remote-index-cache.md §7, the TTL rules of §5,
 start-up recovery (§3.3), and hypothesis invariants over random operation sequences.
 
-Scenarios of §7 covered here: 1-8, 10-18, and the sequential half of 19. Not modelled:
+Scenarios of §7 covered here: 1-18 and the sequential half of 19 (9 on a modelled offset index:
+entries spaced evenly from the segment's start, see ``Entry.lookup_offset``). Not modelled:
 
-* 9 (lookup edges): the cache models index files by size only, not their offset/position
-  contents, so there is no position to look up;
 * 19, first half (a hit is not blocked by another key's in-flight miss): the simulator is single
   threaded. The second half (a remove racing a read of the same key) is tested sequentially:
   remove, re-read before the delayed deletion, then the deletion touches only ``.deleted`` files.
@@ -371,6 +370,37 @@ def test_s7_fetch_once(policy: str) -> None:
     stats = h.cache.stats()
     assert (stats["fetches_offset"], stats["fetches_timestamp"]) == (1, 1)
     assert (stats["hits"], stats["misses"]) == (2, 1)
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+def test_s7_first_lookup_offset_fetches_each_index_once(policy: str) -> None:
+    h = Harness(policy=policy)
+    segment = seg(0)
+    h.cache.lookup_offset(segment, segment.start_offset)
+    assert [h.storage.count(t) for t in (IndexType.OFFSET, IndexType.TIMESTAMP)] == [1, 1]
+    h.cache.lookup_offset(segment, segment.start_offset + 10)
+    h.cache.get_index_entry(segment)
+    assert [h.storage.count(t) for t in (IndexType.OFFSET, IndexType.TIMESTAMP)] == [1, 1]
+
+
+def test_s9_lookup_edges() -> None:
+    h = Harness()
+    segment = seg(3)  # starts at offset 3000
+    entry = h.cache.get_index_entry(segment)
+    last = entry.last_indexed_offset
+    assert last > segment.start_offset  # the modelled index has more than one entry
+    last_position = h.cache.lookup_offset(segment, last)[1]
+    assert last_position > 0
+    # Past the last indexed offset: the last entry's position.
+    assert h.cache.lookup_offset(segment, last + 1) == (last, last_position)
+    # Before the base offset: position 0 of the segment.
+    assert h.cache.lookup_offset(segment, segment.start_offset - 1) == (segment.start_offset, 0)
+    # In between: the last entry at or before the target, never one after it.
+    middle_offset, middle_position = h.cache.lookup_offset(
+        segment, (segment.start_offset + last) // 2
+    )
+    assert segment.start_offset <= middle_offset <= (segment.start_offset + last) // 2
+    assert 0 <= middle_position < last_position
 
 
 def test_s8_missing_txn_index_gives_an_empty_file() -> None:

@@ -58,6 +58,9 @@ __all__ = [
 ]
 
 _NS_PER_MS: Final = 1_000_000
+OFFSET_INDEX_ENTRY_BYTES: Final = 8  # a 4-byte relative offset and a 4-byte file position
+INDEX_INTERVAL_BYTES: Final = 4096  # Kafka's index.interval.bytes default
+OFFSETS_PER_INDEX_ENTRY: Final = 4  # ~1 KiB records: four offsets per 4 KiB of log
 
 
 class IndexType(enum.Enum):
@@ -132,6 +135,26 @@ class Entry:
     @property
     def weight(self) -> int:
         return self.sizes[0] + self.sizes[1] + self.sizes[2]
+
+    def lookup_offset(self, target: int) -> tuple[int, int]:
+        """Kafka's ``OffsetIndex.lookup``: the last indexed ``(offset, file position)`` at or
+        before ``target``; ``(start_offset, 0)`` before the first entry or in an empty index.
+
+        The offset index is modelled, not stored: its ``size // 8`` entries sit every
+        ``OFFSETS_PER_INDEX_ENTRY`` offsets from the segment's start, one per
+        ``INDEX_INTERVAL_BYTES`` of log (Kafka's ``index.interval.bytes`` default).
+        """
+        count = self.sizes[0] // OFFSET_INDEX_ENTRY_BYTES
+        if count == 0 or target < self.start_offset:
+            return self.start_offset, 0
+        slot = min((target - self.start_offset) // OFFSETS_PER_INDEX_ENTRY, count - 1)
+        return self.start_offset + slot * OFFSETS_PER_INDEX_ENTRY, slot * INDEX_INTERVAL_BYTES
+
+    @property
+    def last_indexed_offset(self) -> int:
+        """The offset of the offset index's last entry (the start offset when it is empty)."""
+        count = self.sizes[0] // OFFSET_INDEX_ENTRY_BYTES
+        return self.start_offset + max(count - 1, 0) * OFFSETS_PER_INDEX_ENTRY
 
     @property
     def closed(self) -> bool:
@@ -238,6 +261,11 @@ class RemoteIndexCache:
         self._put(fresh)
         self._maintain()
         return fresh
+
+    def lookup_offset(self, segment: RemoteSegment, offset: int) -> tuple[int, int]:
+        """Kafka's ``lookupOffset``: through :meth:`get_index_entry` (an access: it loads on a
+        miss and refreshes the TTL), then the offset index's lookup."""
+        return self.get_index_entry(segment).lookup_offset(offset)
 
     def _load(self, segment: RemoteSegment, now: int) -> Entry:
         """Reuse a sane file already in the directory, else fetch it via ``<name>.tmp``."""
