@@ -30,6 +30,7 @@ from brokerlab.spark.executor import HostConfig, run_cells
 from brokerlab.spark.matrix import MatrixRequest, plan
 
 ROOT = Path(__file__).resolve().parents[2]
+CONF = {"spark.ui.enabled": "false"}  # --driver-java-options adds the driver JVM's options
 
 
 def cells(scale: float) -> list[Cell]:
@@ -68,7 +69,7 @@ def spark(matrix: list[Cell], engine: str, warm: list[Cell] | None = None) -> fl
     from brokerlab.spark.runner import RunnerConfig, run_waves
     from brokerlab.spark.session import start_session
 
-    session, _ = start_session("local[2]", conf={"spark.ui.enabled": "false"})
+    session, _ = start_session("local[2]", conf=CONF)
     tables: list[Any] = []
     config = RunnerConfig(engine="rdd" if engine == "rdd" else "pandas")
     if warm:
@@ -90,7 +91,8 @@ def startup(scale: float) -> float:
         f"one = cells({scale!r})[:1]\n"
         "t = time.perf_counter(); list(run_cells([one[0].as_row()], HostConfig()))\n"
         "cell = time.perf_counter() - t\n"
-        "t = time.perf_counter(); start_session('local[2]', conf={'spark.ui.enabled': 'false'})\n"
+        f"import bench_spark_matrix; bench_spark_matrix.CONF.update({CONF!r})\n"
+        "t = time.perf_counter(); start_session('local[2]', conf=bench_spark_matrix.CONF)\n"
         "print(time.perf_counter() - t + spark(one, 'pandas') - cell)\n"
         "from pyspark.sql import SparkSession; SparkSession.getActiveSession().stop()\n"
     )
@@ -104,7 +106,14 @@ def main() -> None:
     parser.add_argument("--scale", type=float, default=0.3)
     parser.add_argument("--rounds", type=int, default=2, help="best of N, methods interleaved")
     parser.add_argument("--engine", choices=("pandas", "rdd", "both"), default="both")
+    parser.add_argument(
+        "--driver-java-options",
+        metavar="OPTS",
+        help="the driver JVM's options instead of the runner's default ('' for the JVM's own)",
+    )
     args = parser.parse_args()
+    if args.driver_java_options is not None:
+        CONF["spark.driver.extraJavaOptions"] = args.driver_java_options
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     matrix = cells(args.scale)
     warm = cells(0.01)[:2]
