@@ -1,16 +1,23 @@
 """Simulated message deliveries per second of the broker model (a plain script, not a test).
 
-    python tests/benchmarks/bench_broker.py [WORKLOAD ...]
+    python tests/benchmarks/bench_broker.py [--repeat N] [WORKLOAD ...]
 
-Runs each workload once with the baseline profile (disabled cache, no delayed delivery, unlimited
-ack state), so the figure is the broker model's own cost. It also prints a pure-Python yardstick
-measured in the same run, since this machine's speed varies: compare the ratio across machines,
-not the absolute figure.
+Runs each workload (default: catch-up-fanout, many-topics, tailing) with the baseline profile
+(disabled cache, no delayed delivery, unlimited ack state), so the figure is the broker model's own
+cost, and keeps the best of ``--repeat`` runs (default 1).
+
+The machine's speed varies (other jobs share its cores), so next to each figure the script measures
+a pure-Python yardstick (a 1,000-iteration dict-insert loop) just before and just after that run,
+and prints the run's cost in yardstick units: how many dict inserts one delivery costs. That ratio
+moves far less with the machine's load than the raw figure; compare ratios across runs and
+machines, not deliveries per second. Time is the process's CPU time, so time spent waiting for a
+core does not count.
 """
 
 from __future__ import annotations
 
-import sys
+import argparse
+import statistics
 import time
 import timeit
 from pathlib import Path
@@ -19,31 +26,65 @@ from brokerlab import load_profile, simulate
 from brokerlab.host import PluginHost
 
 ROOT = Path(__file__).resolve().parents[2]
-DEFAULT = ["catch-up-fanout", "many-topics"]
+DEFAULT = ["catch-up-fanout", "many-topics", "tailing"]
+# The issue #3 target, in deliveries per CPU second with the disabled cache.
+TARGET = 200_000
 
 
 def yardstick() -> float:
-    """Microseconds for a 1,000-iteration dict-insert loop: how fast this interpreter is now."""
-    seconds = min(timeit.repeat("for i in range(1000): d[i] = i", "d = {}", number=200, repeat=5))
-    return seconds / 200 * 1e6
+    """Microseconds for a 1,000-iteration dict-insert loop: how fast this interpreter is now.
+
+    CPU time, and the median of 7 samples of about 10 ms each: the machine's speed right now,
+    with the same sharing of its cores and caches that a simulation run meets.
+    """
+    samples = timeit.repeat(
+        "for i in range(1000): d[i] = i", "d = {}", timer=time.process_time, number=200, repeat=7
+    )
+    return statistics.median(samples) / 200 * 1e6
 
 
-def main(workloads: list[str]) -> None:
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("workloads", nargs="*", default=DEFAULT, metavar="WORKLOAD")
+    parser.add_argument("--repeat", type=int, default=1, help="runs per workload; the best counts")
+    args = parser.parse_args(argv)
     host = PluginHost()
     profile = load_profile(ROOT / "profiles" / "baseline.conf", host=host)
-    base = yardstick()
-    print(f"yardstick: {base:.1f} us per 1,000 dict inserts")
-    print(f"{'workload':<26}{'deliveries':>12}{'events':>12}{'seconds':>9}{'deliveries/s':>14}")
-    for name in workloads:
-        started = time.perf_counter()
-        result = simulate(profile, name, 0, host=host)
-        elapsed = time.perf_counter() - started
-        delivered = result.metrics["delivered"]
+    yardstick()  # warm up
+    sticks = [yardstick()]
+    print(f"yardstick: {sticks[0]:.1f} us per 1,000 dict inserts")
+    print(
+        f"{'workload':<20}{'deliveries':>11}{'events':>10}{'cpu s':>8}{'wall s':>8}"
+        f"{'deliveries/s':>14}{'yardstick us':>14}{'inserts/delivery':>18}"
+    )
+    for name in args.workloads:
+        best: tuple[float, float, float, float, int] | None = None
+        for _ in range(max(1, args.repeat)):
+            before = yardstick()
+            started, cpu_started = time.perf_counter(), time.process_time()
+            result = simulate(profile, name, 0, host=host)
+            cpu = time.process_time() - cpu_started
+            wall = time.perf_counter() - started
+            after = yardstick()
+            sticks += [before, after]
+            stick = (before + after) / 2
+            delivered = result.metrics["delivered"]
+            # One delivery's cost in dict inserts: CPU time per delivery over time per insert.
+            inserts = (cpu / delivered) / (stick / 1e9) if delivered else 0.0
+            if best is None or inserts < best[3]:
+                best = (cpu, wall, stick, inserts, result.events)
+        assert best is not None
+        cpu, wall, stick, inserts, events = best
         print(
-            f"{name:<26}{delivered:>12,.0f}{result.events:>12,}{elapsed:>9.1f}"
-            f"{delivered / elapsed:>14,.0f}"
+            f"{name:<20}{delivered:>11,.0f}{events:>10,}{cpu:>8.1f}{wall:>8.1f}"
+            f"{delivered / cpu:>14,.0f}{stick:>14.1f}{inserts:>18,.0f}"
         )
+    stick = statistics.median(sticks)
+    print(
+        f"target: {TARGET:,} deliveries per CPU second; at this run's median yardstick "
+        f"({stick:.1f} us) that is {1e9 / TARGET / stick:,.0f} inserts per delivery or fewer"
+    )
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:] or DEFAULT)
+    main()

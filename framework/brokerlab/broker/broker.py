@@ -38,8 +38,6 @@ NS = 1_000_000_000
 MS = 1_000_000
 # Pulsar's statsUpdateFrequencyInSecs: how often cursors are re-checked for being active.
 STATS_INTERVAL_NS = 60 * NS
-# The Pulsar client groups acknowledgements for 100 ms (acknowledgementsGroupTimeMicros).
-ACK_GROUP_NS = 100 * MS
 SAMPLE_INTERVAL_NS = NS
 CHUNK = 4096
 
@@ -123,6 +121,8 @@ class BrokerPlugins:
 class Topic:
     """A topic: its managed ledger, active-cursor container, subscriptions and producer."""
 
+    __slots__ = ("cursors", "dedup", "dispatchers", "ledger", "name")
+
     def __init__(self, name: str, ledger: ManagedLedger, cursors: CursorContainer) -> None:
         self.name = name
         self.ledger = ledger
@@ -134,6 +134,21 @@ class Topic:
 class _Producer:
     """Publishes one topic's entries; draws its randomness in chunks to keep the hot path cheap."""
 
+    __slots__ = (
+        "_append",
+        "_chunk",
+        "_entries",
+        "_publish",
+        "batch_size",
+        "broker",
+        "end_ns",
+        "entry_interval_ns",
+        "key_p",
+        "rng",
+        "spec",
+        "topic",
+    )
+
     def __init__(
         self, broker: Broker, topic: Topic, spec: TopicSpec, rng: np.random.Generator
     ) -> None:
@@ -141,40 +156,54 @@ class _Producer:
         self.topic = topic
         self.spec = spec
         self.rng = rng
+        self.batch_size = spec.batch_size
         self.entry_interval_ns = spec.batch_size / spec.rate * NS if spec.rate > 0 else 0.0
         if spec.keys is not None:
             weights = 1.0 / np.arange(1, spec.keys.count + 1, dtype=float) ** spec.keys.skew
             self.key_p: np.ndarray | None = weights / weights.sum()
         else:
             self.key_p = None
-        self._buffer = self._draw()
+        # The drawn entries not yet published, last first (``pop()`` takes the next one), and the
+        # size of the next chunk to draw.
+        self._entries: list[tuple[int, int, int, int]] = []
+        self._chunk = 16
         self.end_ns = 0
+        # Bound once: publish() runs for every entry and reschedules itself.
+        self._append = topic.ledger.append
+        self._publish = self.publish
 
-    def _draw(self) -> Iterator[tuple[int, int, int, int]]:
-        """Yield ``(size, key, delay_ms, gap_ns)`` per entry, in chunks that double up to CHUNK.
+    def _draw(self) -> list[tuple[int, int, int, int]]:
+        """The next chunk of ``(size, key, delay_ms, gap_ns)`` per entry, last entry first.
 
-        Small first chunks keep a run of 10,000 slow topics from drawing millions of unused values.
+        Chunks double from 16 up to CHUNK entries: small first chunks keep a run of 10,000 slow
+        topics from drawing millions of unused values. A chunk is drawn when the previous one is
+        used up, so the random stream sees the same calls in the same order however it is read.
         """
-        spec, rng = self.spec, self.rng
-        n = 16
-        while True:
-            sizes = _draw_sizes(spec, rng, n * spec.batch_size).reshape(n, spec.batch_size)
-            entry_sizes = sizes.sum(axis=1).tolist()
-            if self.key_p is not None:
-                keys = rng.choice(len(self.key_p), size=n, p=self.key_p).tolist()
-            else:
-                keys = [NO_KEY] * n
-            delays = _draw_delays(spec, rng, n)
-            if spec.arrival == "constant":
-                gaps = [max(1, round(self.entry_interval_ns))] * n
-            else:
-                drawn = np.maximum(1, np.rint(rng.exponential(self.entry_interval_ns, n)))
-                gaps = drawn.astype(np.int64).tolist()
-            yield from zip(entry_sizes, keys, delays, gaps, strict=True)
-            n = min(n * 2, CHUNK)
+        spec, rng, n = self.spec, self.rng, self._chunk
+        self._chunk = min(n * 2, CHUNK)
+        sizes = _draw_sizes(spec, rng, n * spec.batch_size)
+        if spec.batch_size == 1:
+            entry_sizes = sizes.tolist()  # what the sums below give, for less
+        else:
+            entry_sizes = sizes.reshape(n, spec.batch_size).sum(axis=1).tolist()
+        if self.key_p is not None:
+            keys = rng.choice(len(self.key_p), size=n, p=self.key_p).tolist()
+        else:
+            keys = [NO_KEY] * n
+        delays = _draw_delays(spec, rng, n)
+        if spec.arrival == "constant":
+            gaps = [max(1, round(self.entry_interval_ns))] * n
+        else:
+            drawn = np.maximum(1, np.rint(rng.exponential(self.entry_interval_ns, n)))
+            gaps = drawn.astype(np.int64).tolist()
+        entries = list(zip(entry_sizes, keys, delays, gaps, strict=True))
+        entries.reverse()
+        return entries
 
     def next_entry(self) -> tuple[int, int, int, int]:
-        return next(self._buffer)
+        if not self._entries:
+            self._entries = self._draw()
+        return self._entries.pop()
 
     def first_gap(self) -> int:
         """When the first live entry is published: one interval (or a drawn gap) after zero."""
@@ -197,23 +226,29 @@ class _Producer:
 
     def publish(self) -> None:
         broker = self.broker
-        now = broker.loop.now_ns()
-        size, key, delay_ms, gap = self.next_entry()
-        deliver_at = broker.loop.now_ms() + delay_ms if delay_ms else 0
-        batch = self.spec.batch_size
-        pos = self.topic.ledger.append(size, now, key, batch, deliver_at)
-        if self.topic.dedup is not None:
-            broker._account(self.topic.dedup.persisted(pos))
-        broker.counters.published += batch
-        broker.counters.published_entries += 1
-        broker.cache.insert(self.topic.name, pos, size)
-        for dispatcher in self.topic.dispatchers:
+        loop = broker.loop
+        now = loop.now_ns()
+        entries = self._entries
+        if not entries:
+            entries = self._entries = self._draw()
+        size, key, delay_ms, gap = entries.pop()
+        deliver_at = loop.now_ms() + delay_ms if delay_ms else 0
+        batch = self.batch_size
+        pos = self._append(size, now, key, batch, deliver_at)
+        topic = self.topic
+        if topic.dedup is not None:
+            broker._account(topic.dedup.persisted(pos))
+        counters = broker.counters
+        counters.published += batch
+        counters.published_entries += 1
+        broker.cache.insert(topic.name, pos, size)
+        for dispatcher in topic.dispatchers:
             if dispatcher.waiting:
                 dispatcher.waiting = False
                 dispatcher.read_more()
         nxt = now + gap
         if nxt < self.end_ns:
-            broker.loop.at(nxt, self.publish)
+            loop.at(nxt, self._publish)
 
 
 def _draw_sizes(spec: TopicSpec, rng: np.random.Generator, n: int) -> np.ndarray:
@@ -371,6 +406,7 @@ class Broker:
             )
             for k in range(c_spec.count):
                 consumer = Consumer(f"{name}/{c_spec.name}-{k}", index, policy, c_spec.group)
+                consumer.process = partial(self._process, dispatcher, consumer)
                 index += 1
                 dispatcher.consumers.append(consumer)
                 self.loop.at(
@@ -444,7 +480,7 @@ class Broker:
         if consumer.policy.rate > 0:
             self._process(dispatcher, consumer)
         else:
-            self.loop.at(self.loop.now_ns(), partial(self._process, dispatcher, consumer))
+            self.loop.soon(consumer.process)
 
     def _process(self, dispatcher: Dispatcher, consumer: Consumer) -> None:
         """Take the next chunk of the receiver queue and schedule its completion.
@@ -461,15 +497,17 @@ class Broker:
         messages = 0
         if rate <= 0:
             # Unlimited: the whole queue is processed at this instant.
-            chunk.extend(queue)
+            chunk = list(queue)
             queue.clear()
             self._complete(dispatcher, consumer, chunk, self.loop.now_ns(), consumer.epoch)
             return
-        limit = max(1, min(consumer.policy.receiver_queue_size // 2, int(rate * ACK_GROUP_NS / NS)))
+        limit = consumer.chunk_limit
+        popleft = queue.popleft
+        append = chunk.append
         while queue and messages < limit:
-            delivery = queue.popleft()
-            chunk.append(delivery)
-            messages += delivery[2]
+            delivery = popleft()
+            append(delivery)
+            messages += delivery[1]
         start = self.loop.now_ns()
         done = start + round(messages / rate * NS)
         self.loop.at(
@@ -488,6 +526,61 @@ class Broker:
         if consumer.epoch != epoch:
             return  # the consumer left meanwhile; what it held was handed back
         policy = consumer.policy
+        cursor = dispatcher.cursor
+        changed: set[int] = set()
+        md_before = cursor.md
+        nacked: list[Position] = []
+        if policy.nack_probability + policy.ack_hole_probability > 0 or policy.cumulative:
+            done_messages = self._settle_each(dispatcher, consumer, chunk, start, changed, nacked)
+        else:
+            # The common case: every entry is acknowledged individually. _settle_each's loop
+            # without its branches, counting into locals (nothing reads the counters meanwhile).
+            hist = self.latency_ms
+            hist_get = hist.get
+            per_message_ns = NS / policy.rate if policy.rate > 0 else 0.0
+            done_messages = 0
+            pending_pop = consumer.pending.pop
+            for pos, messages, publish_ns, _key in chunk:
+                done_messages += messages
+                if per_message_ns:
+                    latency = int((start + done_messages * per_message_ns - publish_ns) // MS)
+                else:
+                    # The same value as the float expression, which is exact below 2**53 ns.
+                    latency = (start - publish_ns) // MS
+                hist[latency] = hist_get(latency, 0) + messages
+                pending_pop(pos, None)
+            # The acknowledgements in the same order; the pending set and the histogram above do
+            # not depend on them.
+            acked_messages, after_ack_messages = cursor.ack_each(chunk, changed)
+            counters = self.counters
+            counters.acked += acked_messages
+            counters.delivered_after_ack += after_ack_messages
+        consumer.permits += done_messages
+        if changed:
+            self._after_ack(dispatcher, sorted(changed), cursor.md != md_before)
+        if nacked:
+            self.loop.at(
+                self.loop.now_ns() + policy.nack_delay_ns,
+                lambda: self._redeliver(dispatcher, nacked),
+            )
+        if consumer.queue:
+            self._process(dispatcher, consumer)
+        else:
+            consumer.busy = False
+        dispatcher.read_more()
+
+    def _settle_each(
+        self,
+        dispatcher: Dispatcher,
+        consumer: Consumer,
+        chunk: list[Delivery],
+        start: int,
+        changed: set[int],
+        nacked: list[Position],
+    ) -> int:
+        """:meth:`_complete`'s loop with negative acks, ack holes or cumulative acks; returns the
+        messages in ``chunk``."""
+        policy = consumer.policy
         counters = self.counters
         cursor = dispatcher.cursor
         pending = consumer.pending
@@ -498,18 +591,14 @@ class Broker:
         draws: list[float] | None = None
         if p_drop > 0:
             draws = dispatcher.rng.random(len(chunk)).tolist()
-        changed: set[int] = set()
-        md_before = cursor.md
-        nacked: list[Position] = []
         cumulative_to: Position | None = None
         done_messages = 0
         hist_get = hist.get
         cumulative = policy.cumulative
-        for i, (ledger_id, entry_id, messages, publish_ns, _key) in enumerate(chunk):
+        for i, (pos, messages, publish_ns, _key) in enumerate(chunk):
             done_messages += messages
             latency = int((start + done_messages * per_message_ns - publish_ns) // MS)
             hist[latency] = hist_get(latency, 0) + messages
-            pos = (ledger_id, entry_id)
             if draws is not None and draws[i] < p_drop:
                 if draws[i] < p_nack:
                     pending.pop(pos, None)
@@ -524,9 +613,9 @@ class Broker:
                 cumulative_to = pos
                 continue
             pending.pop(pos, None)
-            if cursor.ack(ledger_id, entry_id):
+            if cursor.ack(*pos):
                 counters.acked += messages
-                changed.add(ledger_id)
+                changed.add(pos[0])
             else:
                 # The same position reached two consumers and the other one acked it first.
                 counters.delivered_after_ack += messages
@@ -536,19 +625,7 @@ class Broker:
             )
             cursor.ack_cumulative(cumulative_to)
             changed.add(cumulative_to[0])
-        consumer.permits += done_messages
-        if changed:
-            self._after_ack(dispatcher, sorted(changed), cursor.md != md_before)
-        if nacked:
-            self.loop.at(
-                self.loop.now_ns() + policy.nack_delay_ns,
-                lambda: self._redeliver(dispatcher, nacked),
-            )
-        if consumer.queue:
-            self._process(dispatcher, consumer)
-        else:
-            consumer.busy = False
-        dispatcher.read_more()
+        return done_messages
 
     def _after_ack(self, dispatcher: Dispatcher, changed: list[int], md_moved: bool) -> None:
         cursor = dispatcher.cursor

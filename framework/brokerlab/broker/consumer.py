@@ -3,14 +3,21 @@
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from brokerlab.protocols import Position
 
-__all__ = ["Consumer", "ConsumerPolicy", "Delivery"]
+__all__ = ["ACK_GROUP_NS", "Consumer", "ConsumerPolicy", "Delivery"]
 
-Delivery = tuple[int, int, int, int, int]
-"""A dispatched entry in a receiver queue: ``(ledger_id, entry_id, messages, publish_ns, key)``."""
+NS = 1_000_000_000
+# The Pulsar client groups acknowledgements for 100 ms (acknowledgementsGroupTimeMicros).
+ACK_GROUP_NS = 100_000_000
+
+Delivery = tuple[Position, int, int, int]
+"""A dispatched entry in a receiver queue: ``(position, messages, publish_ns, key)``.
+
+The position is the tuple the dispatcher built for it, so acknowledging it creates none."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,6 +43,7 @@ class Consumer:
 
     __slots__ = (
         "busy",
+        "chunk_limit",
         "connected",
         "epoch",
         "group",
@@ -44,6 +52,7 @@ class Consumer:
         "pending",
         "permits",
         "policy",
+        "process",
         "queue",
     )
 
@@ -58,6 +67,14 @@ class Consumer:
         self.permits = 0
         self.queue: deque[Delivery] = deque()
         self.pending: dict[Position, int] = {}
+        # "Process what the receiver queue holds", bound once by the broker: an unlimited consumer
+        # schedules it on every dispatch, which should not build a new callable each time.
+        self.process: Callable[[], None] = _unbound
+        # The most messages one chunk takes: what the consumer processes within one ack group,
+        # at most half its receiver queue (then the client returns flow permits).
+        self.chunk_limit = max(
+            1, min(policy.receiver_queue_size // 2, int(policy.rate * ACK_GROUP_NS / NS))
+        )
 
     def connect(self) -> None:
         self.connected = True
@@ -77,3 +94,7 @@ class Consumer:
         self.queue.clear()
         self.pending.clear()
         return back
+
+
+def _unbound() -> None:
+    raise RuntimeError("a consumer's process callback is bound when it joins a dispatcher")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 
+from brokerlab.broker.consumer import Delivery
 from brokerlab.broker.ledger import ManagedLedger
 from brokerlab.protocols import BatchAck, Position, RecoveredAckState
 
@@ -100,14 +101,14 @@ class Cursor:
     def ack(self, ledger_id: int, entry_id: int) -> bool:
         """Acknowledge one entry individually; returns whether it was not acknowledged before."""
         md_ledger, md_entry = self.md
-        if ledger_id == md_ledger and entry_id == md_entry + 1 and not self.acked:
+        if entry_id == md_entry + 1 and ledger_id == md_ledger and not self.acked:
             # The common in-order case with no acks ahead (in any ledger): the mark-delete moves
             # by one and nothing else changes.
-            self.md = (ledger_id, entry_id)
+            md = self.md = (ledger_id, entry_id)
             if self._batch:
-                self._batch.pop(self.md, None)
-            if self.read_position <= self.md:
-                self.read_position = self.ledger.next_position(self.md)
+                self._batch.pop(md, None)
+            if self.read_position <= md:
+                self.read_position = self.ledger.next_position(md)
             return True
         if (ledger_id, entry_id) <= self.md:
             return False
@@ -124,6 +125,48 @@ class Cursor:
         ):
             self._advance_mark_delete()
         return True
+
+    def ack_each(self, deliveries: Iterable[Delivery], changed: set[int]) -> tuple[int, int]:
+        """:meth:`ack` for each ``(position, messages, ...)`` in order, adding the ledgers whose
+        state changed to ``changed``; returns the messages newly acknowledged and those that were
+        acknowledged already.
+
+        The same result as calling :meth:`ack` in a loop. A run of in-order acknowledgements with
+        nothing acknowledged ahead (a consumer keeping up, the common case) only advances a local
+        mark-delete, stored once when the run ends: the read position then moves as it would have
+        step by step, since each step lands where the previous one would have sent it.
+        """
+        acked_messages = repeated_messages = 0
+        md_ledger, md_entry = self.md
+        in_order = not self.acked and not self._batch
+        run = False  # md_entry moved past self.md and is not stored yet
+        for (ledger_id, entry_id), messages, _publish_ns, _key in deliveries:
+            if in_order and entry_id == md_entry + 1 and ledger_id == md_ledger:
+                md_entry = entry_id
+                run = True
+                acked_messages += messages
+                continue
+            if run:
+                self._moved_to((md_ledger, md_entry))
+                changed.add(md_ledger)
+                run = False
+            if self.ack(ledger_id, entry_id):
+                acked_messages += messages
+                changed.add(ledger_id)
+            else:
+                repeated_messages += messages
+            md_ledger, md_entry = self.md
+            in_order = not self.acked and not self._batch
+        if run:
+            self._moved_to((md_ledger, md_entry))
+            changed.add(md_ledger)
+        return acked_messages, repeated_messages
+
+    def _moved_to(self, md: Position) -> None:
+        """The mark-delete moved in order to ``md`` (nothing acknowledged ahead of it)."""
+        self.md = md
+        if self.read_position <= md:
+            self.read_position = self.ledger.next_position(md)
 
     def ack_batch_partially(self, position: Position, batch_size: int, unacked_mask: int) -> None:
         """Some indexes of a batch entry were acked; the bits set in ``unacked_mask`` were not."""

@@ -44,6 +44,36 @@ NEW, REPLAY, DELAYED = 0, 1, 2
 class Dispatcher:
     """Dispatches one subscription's entries. The broker model's hot path lives here."""
 
+    # Slots, not a __dict__: one memory access less per attribute, which shows when 10,000
+    # dispatchers take turns and none of them stays in the processor's caches.
+    __slots__ = (
+        "_key_shared",
+        "_multi",
+        "_new_tracker",
+        "_reading",
+        "_rng",
+        "_rr",
+        "_shared",
+        "_tracks_read",
+        "active",
+        "broker",
+        "connected",
+        "consumers",
+        "cursor",
+        "delayed_outstanding",
+        "kind",
+        "name",
+        "paused_since",
+        "persister",
+        "replay",
+        "restart_acked",
+        "tick_seen",
+        "topic",
+        "topic_name",
+        "tracker",
+        "waiting",
+    )
+
     def __init__(
         self,
         broker: Broker,
@@ -74,6 +104,12 @@ class Dispatcher:
         self._new_tracker = new_tracker
         self.tracker = new_tracker(self.wake)
         self.tick_seen = self.tracker.tick_ms
+        # Fixed for the dispatcher's life, read on every read and dispatch.
+        self.topic_name = topic.name
+        self._multi = kind in MULTI_CONSUMER
+        self._key_shared = kind == "Key_Shared"
+        self._shared = kind == "Shared"
+        self._tracks_read = not broker.tuning.track_mark_delete
 
     # ---- wiring -------------------------------------------------------------------------------
 
@@ -114,7 +150,7 @@ class Dispatcher:
         return consumers[(key if key != NO_KEY else 0) % len(consumers)]
 
     def _permits(self) -> int:
-        if self.kind in MULTI_CONSUMER:
+        if self._multi:
             return sum(c.permits for c in self.connected if c.permits > 0)
         return self.connected[0].permits if self.connected else 0
 
@@ -124,17 +160,28 @@ class Dispatcher:
         """Read and dispatch until permits, entries or reasons to read run out."""
         if self._reading:
             return
-        if self.waiting and not self.replay and not self.tracker.has_message_available():
+        replay = self.replay
+        if self.waiting and not replay.queued and not self.tracker.has_message_available():
             return  # caught up: the next publish wakes us
         self._reading = True
         try:
             tried_replay = tracker_empty = False
+            max_read_batch = self.broker.max_read_batch
+            multi = self._multi
             while True:
-                budget = self._permits()
+                # _permits(), inlined: this loop runs for every read.
+                connected = self.connected
+                if multi:
+                    budget = 0
+                    for c in connected:
+                        if c.permits > 0:
+                            budget += c.permits
+                else:
+                    budget = connected[0].permits if connected else 0
                 if budget <= 0:
                     return
-                limit = min(self.broker.max_read_batch, budget)
-                if self.replay and not tried_replay:
+                limit = max_read_batch if max_read_batch < budget else budget
+                if replay.queued and not tried_replay:
                     tried_replay = True
                     if self._read_replay(limit):
                         tried_replay = False
@@ -151,7 +198,7 @@ class Dispatcher:
                     tracker_empty = True
                 if self.paused_since is not None or tracker.should_pause_all_deliveries():
                     return
-                if self.kind == "Key_Shared" and len(self.replay) >= KEY_SHARED_LOOKAHEAD:
+                if self._key_shared and len(replay) >= KEY_SHARED_LOOKAHEAD:
                     return
                 if self.waiting or not self._read_new(limit, budget):
                     return
@@ -162,7 +209,9 @@ class Dispatcher:
         """One normal read from the cursor's read position; False when there is nothing to read."""
         ml = self.topic.ledger
         cursor = self.cursor
-        ledger_id, first = ml.normalize(cursor.read_position)
+        ledger_id, first = cursor.read_position
+        if ledger_id != ml.current_id:
+            ledger_id, first = ml.normalize((ledger_id, first))
         ledger = ml.ledgers[ledger_id]
         end = len(ledger.sizes)
         acked = cursor.acked.get(ledger_id)
@@ -182,26 +231,32 @@ class Dispatcher:
             last += 1
             messages += batch[last]
         self._fetch(ledger_id, first, last)
-        cursor.read_position = (ledger_id, last + 1)
+        read_position = cursor.read_position = (ledger_id, last + 1)
         if last + 1 == end and ledger is ml.current:
             self.waiting = True
-        if self.active and not self.broker.tuning.track_mark_delete:
-            self.topic.cursors.update(cursor.name, cursor.read_position)
-            self.broker.cache.cursors_changed(self.topic.name)
+        if self.active and self._tracks_read:
+            self.topic.cursors.update(cursor.name, read_position)
+            self.broker.cache.cursors_changed(self.topic_name)
         self._dispatch_range(ledger_id, first, last, NEW)
         return True
 
     def _fetch(self, ledger_id: int, first: int, last: int) -> None:
         """Read ``first..last`` of one ledger through the cache, counting storage reads."""
-        broker = self.broker
-        topic = self.topic.name
-        misses = broker.cache.read(topic, ledger_id, first, last, self.cursor.name)
+        cache = self.broker.cache
+        topic = self.topic_name
+        misses = cache.read(topic, ledger_id, first, last, self.cursor.name)
         if misses:
             sizes = self.topic.ledger.ledgers[ledger_id].sizes
-            miss_sizes = [sizes[e] for e in misses]
-            broker.counters.storage_entries_read += len(misses)
-            broker.counters.storage_bytes_read += sum(miss_sizes)
-            broker.cache.storage_read(topic, ledger_id, misses, miss_sizes, self.cursor.name)
+            if len(misses) == last - first + 1:
+                # Every entry missed: misses are ids of first..last in order (the protocol's
+                # promise), so a slice gives their sizes.
+                miss_sizes = sizes[first : last + 1]
+            else:
+                miss_sizes = [sizes[e] for e in misses]
+            counters = self.broker.counters
+            counters.storage_entries_read += len(misses)
+            counters.storage_bytes_read += sum(miss_sizes)
+            cache.storage_read(topic, ledger_id, misses, miss_sizes, self.cursor.name)
 
     def _read_replay(self, limit: int) -> bool:
         """Read the lowest replay positions a consumer can take now; whether any was dispatched.
@@ -244,40 +299,51 @@ class Dispatcher:
         """Hand entries ``first..last`` to consumers; returns how many were dispatched."""
         broker = self.broker
         counters = broker.counters
-        cache = broker.cache
-        topic = self.topic.name
+        released = broker.cache.released
+        topic = self.topic_name
         ledger = self.topic.ledger.ledgers[ledger_id]
+        deliver_at_ms = ledger.deliver_at_ms
+        batch = ledger.batch
+        keys = ledger.keys
+        publish_ns = ledger.publish_ns
         cursor = self.cursor
         acked = cursor.acked.get(ledger_id)
-        md = cursor.md
+        # ``(ledger_id, entry_id) <= cursor.md`` as one int comparison: the ledger is fixed here.
+        md_ledger, md_entry = cursor.md
+        if ledger_id != md_ledger:
+            md_entry = last if ledger_id < md_ledger else -1
         tracker = self.tracker
-        now_ms = broker.loop.now_ms()
-        kind = self.kind
+        now_ms = -1  # read from the clock on the first delayed entry only
+        key_shared = self._key_shared
+        shared = self._shared
         consumers = self.connected
+        # Exclusive and Failover hand everything to the first connected consumer.
+        only = consumers[0] if consumers else None
         replay = self.replay
+        restart_acked = self.restart_acked
         dispatched = 0
+        delivered = 0
+        new = source == NEW
         replayed = source == REPLAY
         for entry_id in range(first, last + 1):
             pos = (ledger_id, entry_id)
-            cache.released(topic, pos)
-            if pos <= md or (acked is not None and entry_id in acked):
+            released(topic, pos)
+            if entry_id <= md_entry or (acked is not None and entry_id in acked):
                 # Acknowledged entries are filtered out, whatever handed them back.
-                if source == REPLAY:
+                if replayed:
                     replay.discard(pos)
                 continue
-            deliver_at = ledger.deliver_at_ms[entry_id]
-            if (
-                deliver_at
-                and source == NEW
-                and deliver_at > now_ms
-                and tracker.add_message(ledger_id, entry_id, deliver_at)
-            ):
-                counters.delayed_messages += 1
-                self.delayed_outstanding[pos] = self.delayed_outstanding.get(pos, 0) + 1
-                continue
-            messages = ledger.batch[entry_id]
-            key = ledger.keys[entry_id]
-            if kind == "Key_Shared":
+            deliver_at = deliver_at_ms[entry_id]
+            if deliver_at and new:
+                if now_ms < 0:
+                    now_ms = broker.loop.now_ms()
+                if deliver_at > now_ms and tracker.add_message(ledger_id, entry_id, deliver_at):
+                    counters.delayed_messages += 1
+                    self.delayed_outstanding[pos] = self.delayed_outstanding.get(pos, 0) + 1
+                    continue
+            messages = batch[entry_id]
+            key = keys[entry_id]
+            if key_shared:
                 target = self._owner_of_key(key)
                 # A new entry of a key that already waits in the replay queue waits behind it.
                 if (
@@ -287,28 +353,30 @@ class Dispatcher:
                 ):
                     self._defer(pos, key)
                     continue
-            elif kind == "Shared":
+            elif shared:
                 target = self._next_shared(consumers, messages)
                 if target is None:
                     self._defer(pos, key)
                     continue
             else:
-                target = consumers[0] if consumers else None
+                target = only
                 if target is None:
                     self._defer(pos, key)
                     continue
             if replayed and replay.discard(pos):
                 counters.redelivered += messages
             target.permits -= messages
-            target.queue.append((ledger_id, entry_id, messages, ledger.publish_ns[entry_id], key))
+            target.queue.append((pos, messages, publish_ns[entry_id], key))
             target.pending[pos] = messages
-            counters.delivered += messages
-            if self.restart_acked and pos in self.restart_acked:
-                self.restart_acked.discard(pos)
+            delivered += messages
+            if restart_acked and pos in restart_acked:
+                restart_acked.discard(pos)
                 counters.redelivered_after_restart += messages
             dispatched += 1
             if not target.busy:
                 broker.start_processing(self, target)
+        # Nothing in the loop reads the counter: one addition instead of one per entry.
+        counters.delivered += delivered
         return dispatched
 
     def _next_shared(self, consumers: list[Consumer], messages: int) -> Consumer | None:
@@ -378,7 +446,7 @@ class Dispatcher:
 
     def check_pause(self) -> None:
         """Re-evaluate the ack-state pause after acknowledgements (multi-consumer only)."""
-        if self.kind not in MULTI_CONSUMER:
+        if not self._multi:
             return
         pause = self.persister.should_pause_dispatch(self.cursor)
         now = self.broker.loop.now_ns()

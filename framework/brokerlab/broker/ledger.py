@@ -51,7 +51,16 @@ class ManagedLedger:
     ``managedLedgerMaxEntriesPerLedger``; the time-based rollover rules are not modelled).
     """
 
-    __slots__ = ("_first_index", "_ids", "_order", "ledgers", "max_entries_per_ledger", "topic")
+    __slots__ = (
+        "_first_index",
+        "_ids",
+        "_order",
+        "current",
+        "current_id",
+        "ledgers",
+        "max_entries_per_ledger",
+        "topic",
+    )
 
     def __init__(self, topic: str, ids: LedgerIds, max_entries_per_ledger: int) -> None:
         self.topic = topic
@@ -61,6 +70,10 @@ class ManagedLedger:
         # Ledger ids in order and the global index of each ledger's first entry, for backlog counts.
         self._first_index: list[int] = []
         self._order: list[int] = []
+        # The open ledger (the last one) and its id: plain attributes, read on every append and
+        # every read.
+        self.current: Ledger
+        self.current_id: int
         self._open_new_ledger()
 
     def _open_new_ledger(self) -> Ledger:
@@ -69,11 +82,9 @@ class ManagedLedger:
         self.ledgers[ledger.ledger_id] = ledger
         self._order.append(ledger.ledger_id)
         self._first_index.append(start)
+        self.current = ledger
+        self.current_id = ledger.ledger_id
         return ledger
-
-    @property
-    def current(self) -> Ledger:
-        return self.ledgers[self._order[-1]]
 
     def append(
         self, size: int, publish_ns: int, key: int = NO_KEY, batch: int = 1, deliver_at_ms: int = 0
@@ -109,14 +120,14 @@ class ManagedLedger:
         that append rolls the ledger over (:meth:`normalize` fixes that up when it happens).
         """
         ledger_id, entry_id = position
-        if entry_id + 1 < len(self.ledgers[ledger_id].sizes) or ledger_id == self._order[-1]:
+        if entry_id + 1 < len(self.ledgers[ledger_id].sizes) or ledger_id == self.current_id:
             return (ledger_id, entry_id + 1)
         return (self._order[self._order.index(ledger_id) + 1], 0)
 
     def normalize(self, position: Position) -> Position:
         """Move a read position that points past the end of a closed ledger to the next ledger."""
         ledger_id, entry_id = position
-        if ledger_id != self._order[-1] and entry_id >= len(self.ledgers[ledger_id].sizes):
+        if ledger_id != self.current_id and entry_id >= len(self.ledgers[ledger_id].sizes):
             return (self._order[self._order.index(ledger_id) + 1], 0)
         return position
 

@@ -26,49 +26,58 @@ Owner = TypeVar("Owner")
 class ReplayQueue(Generic[Owner]):
     """Sorted positions with their keys, redelivery marks and (optionally) owners."""
 
+    __slots__ = ("_by_owner", "_key_counts", "_owner_of", "_positions", "_redeliveries", "queued")
+
     def __init__(self) -> None:
         self._reset()
 
     def _reset(self) -> None:
-        self._positions = SortedSet()
-        self._keys: dict[Position, int] = {}
+        # Created on the first add: most subscriptions never replay anything, and a run with
+        # 10,000 of them should not build 10,000 empty sorted sets.
+        self._positions: SortedSet | None = None
+        # Each queued position's key. Public for one reason: ``if replay.queued`` is the
+        # dispatcher's cheapest "is anything waiting?" test, asked on every read. Read-only outside.
+        self.queued: dict[Position, int] = {}
         self._redeliveries: set[Position] = set()
         self._by_owner: dict[Owner | None, SortedSet] = {}
         self._owner_of: dict[Position, Owner | None] = {}
         self._key_counts: dict[int, int] = {}
 
     def __len__(self) -> int:
-        return len(self._positions)
+        return len(self.queued)
 
     def __bool__(self) -> bool:
-        return bool(self._positions)
+        return bool(self.queued)
 
     def __contains__(self, position: object) -> bool:
-        return position in self._keys
+        return position in self.queued
 
     def __iter__(self) -> Iterator[Position]:
-        return iter(self._positions)
+        return iter(self._positions if self._positions is not None else ())
 
     def add(self, position: Position, key: int, owner: Owner | None, *, redelivery: bool) -> bool:
         """Queue ``position``; returns False when it was queued already."""
-        if position in self._keys:
+        if position in self.queued:
             if redelivery:
                 self._redeliveries.add(position)
             return False
+        if self._positions is None:
+            self._positions = SortedSet()
         self._positions.add(position)
-        self._keys[position] = key
+        self.queued[position] = key
         self._key_counts[key] = self._key_counts.get(key, 0) + 1
         if redelivery:
             self._redeliveries.add(position)
         self._owner_of[position] = owner
-        self._by_owner.setdefault(owner, SortedSet()).add(position)
+        self._owned(owner).add(position)
         return True
 
     def discard(self, position: Position) -> bool:
         """Take ``position`` out; returns whether it was queued as a redelivery."""
-        key = self._keys.pop(position, None)
+        key = self.queued.pop(position, None)
         if key is None:
             return False
+        assert self._positions is not None  # it holds every queued position
         self._positions.discard(position)
         left = self._key_counts[key] - 1
         if left:
@@ -90,7 +99,7 @@ class ReplayQueue(Generic[Owner]):
         return key in self._key_counts
 
     def first(self, limit: int) -> list[Position]:
-        return list(islice(self._positions, limit))
+        return list(islice(self, limit))
 
     def first_owned_by(self, owners: Iterable[Owner], limit: int) -> list[Position]:
         """The lowest ``limit`` positions whose owner is one of ``owners``."""
@@ -100,10 +109,17 @@ class ReplayQueue(Generic[Owner]):
     def reassign(self, owner_of_key: Callable[[int], Owner | None]) -> None:
         """Recompute every position's owner (the set of consumers changed)."""
         self._by_owner = {}
-        for position in self._positions:
-            owner = owner_of_key(self._keys[position])
+        for position in self:
+            owner = owner_of_key(self.queued[position])
             self._owner_of[position] = owner
-            self._by_owner.setdefault(owner, SortedSet()).add(position)
+            self._owned(owner).add(position)
+
+    def _owned(self, owner: Owner | None) -> SortedSet:
+        """The positions ``owner`` owns, created when it gets its first one."""
+        owned = self._by_owner.get(owner)
+        if owned is None:
+            owned = self._by_owner[owner] = SortedSet()
+        return owned
 
     def clear(self) -> None:
         self._reset()
