@@ -65,6 +65,8 @@ class Cursor:
         return self._ranges
 
     def acked_ranges(self) -> Sequence[tuple[Position, Position]]:
+        if not self.acked:
+            return []  # the usual answer when a persister asks, on every write
         return [
             ((ledger_id, first - 1), (ledger_id, last))
             for ledger_id in sorted(self.acked)
