@@ -373,7 +373,8 @@ def _reported(row: dict[str, object], names: list[str]) -> dict[str, object]:
 @pytest.mark.spark
 @pytest.mark.slow
 def test_kafka_and_pulsar_cells_share_a_matrix(inputs: dict[str, Path], tmp_path: Path) -> None:
-    """Each profile meets the workloads of its simulator; Kafka rows equal an in-process run."""
+    """Each profile meets the workloads of its simulator; Kafka rows equal an in-process run (on
+    the mapInPandas engine: the other tests use the default RDD one)."""
     from brokerlab import load_profile, simulate
     from brokerlab.simulation import load_workload
     from brokerlab_plugins.kafka_remote_index.plugin import scale_kafka_workload
@@ -382,7 +383,7 @@ def test_kafka_and_pulsar_cells_share_a_matrix(inputs: dict[str, Path], tmp_path
     kafka_ttl = ROOT / "profiles" / "kafka-ttl.conf"
     args = ["matrix", "--profile", str(kafka_ttl), "--profile", str(BASELINE),
             "--workload", "kafka-leadership-change", "--workload", str(inputs["small"]),
-            "--scale", "0.2", "--seeds", "1", "--out", str(out),
+            "--scale", "0.2", "--seeds", "1", "--out", str(out), "--engine", "pandas",
             "--conf", "spark.ui.enabled=false"]  # fmt: skip
     result = _brokerlab(args, inputs, plugin=False)
     assert result.returncode == 0, result.stderr

@@ -55,7 +55,7 @@ class MatrixRequest:
     out: Path | None = None
     master: str | None = None
     modules: Sequence[str] = ()
-    engine: str = "pandas"
+    engine: str = "rdd"
     wave_size: int | None = None
     spark_conf: dict[str, str] = field(default_factory=dict)
 
@@ -144,7 +144,7 @@ def _run_on_spark(
     from brokerlab.spark.session import start_session
 
     config = RunnerConfig(
-        engine="rdd" if request.engine == "rdd" else "pandas",
+        engine="pandas" if request.engine == "pandas" else "rdd",
         wave_size=request.wave_size,
         host=HostConfig(tuple(request.modules), tuple(sorted(host.blocked))),
     )
