@@ -525,19 +525,18 @@ class Broker:
         """A chunk was processed: record latency, ack, nack or leave holes; return permits."""
         if consumer.epoch != epoch:
             return  # the consumer left meanwhile; what it held was handed back
-        policy = consumer.policy
         cursor = dispatcher.cursor
         changed: set[int] = set()
         md_before = cursor.md
         nacked: list[Position] = []
-        if policy.nack_probability + policy.ack_hole_probability > 0 or policy.cumulative:
+        if not consumer.acks_each:
             done_messages = self._settle_each(dispatcher, consumer, chunk, start, changed, nacked)
         else:
             # The common case: every entry is acknowledged individually. _settle_each's loop
             # without its branches, counting into locals (nothing reads the counters meanwhile).
             hist = self.latency_ms
             hist_get = hist.get
-            per_message_ns = NS / policy.rate if policy.rate > 0 else 0.0
+            per_message_ns = consumer.per_message_ns
             done_messages = 0
             pending_pop = consumer.pending.pop
             for pos, messages, publish_ns, _key in chunk:
@@ -560,7 +559,7 @@ class Broker:
             self._after_ack(dispatcher, sorted(changed), cursor.md != md_before)
         if nacked:
             self.loop.at(
-                self.loop.now_ns() + policy.nack_delay_ns,
+                self.loop.now_ns() + consumer.policy.nack_delay_ns,
                 lambda: self._redeliver(dispatcher, nacked),
             )
         if consumer.queue:

@@ -42,6 +42,7 @@ class Consumer:
     """
 
     __slots__ = (
+        "acks_each",
         "busy",
         "chunk_limit",
         "connected",
@@ -50,6 +51,7 @@ class Consumer:
         "index",
         "name",
         "pending",
+        "per_message_ns",
         "permits",
         "policy",
         "process",
@@ -75,6 +77,13 @@ class Consumer:
         self.chunk_limit = max(
             1, min(policy.receiver_queue_size // 2, int(policy.rate * ACK_GROUP_NS / NS))
         )
+        # Fixed for the consumer's life, read on every completed chunk: whether every message is
+        # simply acknowledged (no negative acks, ack holes or cumulative acks) and how long one
+        # message takes (0.0 with no rate limit).
+        self.acks_each = not (
+            policy.nack_probability + policy.ack_hole_probability > 0 or policy.cumulative
+        )
+        self.per_message_ns = NS / policy.rate if policy.rate > 0 else 0.0
 
     def connect(self) -> None:
         self.connected = True

@@ -7,6 +7,8 @@ the read-only :class:`~brokerlab.protocols.AckState` protocol, which this class 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from itertools import repeat
+from operator import itemgetter
 
 from brokerlab.broker.consumer import Delivery
 from brokerlab.broker.ledger import ManagedLedger
@@ -128,7 +130,7 @@ class Cursor:
             self._advance_mark_delete()
         return True
 
-    def ack_each(self, deliveries: Iterable[Delivery], changed: set[int]) -> tuple[int, int]:
+    def ack_each(self, deliveries: Sequence[Delivery], changed: set[int]) -> tuple[int, int]:
         """:meth:`ack` for each ``(position, messages, ...)`` in order, adding the ledgers whose
         state changed to ``changed``; returns the messages newly acknowledged and those that were
         acknowledged already.
@@ -141,6 +143,17 @@ class Cursor:
         acked_messages = repeated_messages = 0
         md_ledger, md_entry = self.md
         in_order = not self.acked and not self._batch
+        n = len(deliveries)
+        if in_order and n > 1:
+            # A consumer keeping up acknowledges exactly the entries after the mark-delete, in
+            # order: checked and counted by C loops, it is one move of the mark-delete.
+            following = zip(
+                repeat(md_ledger, n), range(md_entry + 1, md_entry + 1 + n), strict=True
+            )
+            if list(map(itemgetter(0), deliveries)) == list(following):
+                self._moved_to((md_ledger, md_entry + n))
+                changed.add(md_ledger)
+                return sum(map(itemgetter(1), deliveries)), 0
         run = False  # md_entry moved past self.md and is not stored yet
         for (ledger_id, entry_id), messages, _publish_ns, _key in deliveries:
             if in_order and entry_id == md_entry + 1 and ledger_id == md_ledger:

@@ -109,14 +109,19 @@ class EventLoop:
         take = self._callbacks.pop
         timers = self._timers
         step = max(1, end_ns // 100)
-        next_report = step
+        now = self._now
+        # Without a progress callback the next report is due after the last instant this run
+        # can reach, so one comparison per callback serves both cases.
+        next_report = step if progress is not None else max(now, end_ns) + 1
+        report = progress or _unreachable
         events = self.events_run
-        # Keys below this are due by ``end_ns``; keys below ``(now + 1) << SEQ_BITS`` are due now.
+        # Keys below ``end_key`` are due by ``end_ns``; keys below ``due`` are due ``now``. Only
+        # this loop moves the clock, so both stay valid until it does.
         end_key = (end_ns + 1) << SEQ_BITS
+        due = (now + 1) << SEQ_BITS
         try:
             while True:
-                now = self._now
-                if heap and heap[0] < (now + 1) << SEQ_BITS:
+                if heap and heap[0] < due:
                     # Scheduled before the clock reached ``now``: ahead of the FIFO.
                     key = pop(heap)
                     callback = take(key)
@@ -128,15 +133,20 @@ class EventLoop:
                     callback = take(key)
                     timer = timers.pop(key, None) if timers else None
                     self._now = now = key >> SEQ_BITS
+                    due = (now + 1) << SEQ_BITS
                 else:
                     break
                 if timer is not None and timer.cancelled:
                     continue
                 events += 1
                 callback()
-                if progress is not None and now >= next_report:
-                    progress(now)
+                if now >= next_report:
+                    report(now)
                     next_report = now + step
         finally:
             self.events_run = events
         self._now = max(self._now, end_ns)
+
+
+def _unreachable(now: int) -> None:
+    raise AssertionError("a run without a progress callback reported progress")
