@@ -159,17 +159,17 @@ class Pip430EntryCache:
         if not ledger:
             counters.cache_misses += last - first + 1
             return list(range(first, last + 1))
-        listeners = self.queue.listeners
         if first == last:  # single-entry reads are common (replays, trace replay): no loop
             entry = ledger.get(first)
             if entry is None:
                 counters.cache_misses += 1
                 return [first]
             entry.accessed = True
-            for listener in listeners:
+            for listener in self.queue.listeners:
                 listener.on_access(entry)
             counters.cache_hits += 1
             return []
+        listeners = self.queue.listeners
         misses: list[int] = []
         for entry_id in range(first, last + 1):
             entry = ledger.get(entry_id)
@@ -201,6 +201,9 @@ class Pip430EntryCache:
             # Legacy mapping of ``isCacheReadEntry()`` onto the count: 1 or 0 (§3.2, inferred).
             expected = 1 if self._backlog.caches_reads(topic, reader) else 0
         if expected <= 0:
+            return
+        if len(entry_ids) == 1 == len(sizes):  # one entry (trace replay): skip building a zip
+            self._put(state, (ledger_id, entry_ids[0]), sizes[0], expected)
             return
         for entry_id, size in zip(entry_ids, sizes, strict=True):
             self._put(state, (ledger_id, entry_id), size, expected)

@@ -36,6 +36,10 @@ _REQUEUE_COUNTERS = {
     "recently-accessed": "cache_requeues_accessed",
     "expected-reads": "cache_requeues_expected_reads",
 }
+# A pass counts requeues in a list by slot: one per counter, then one for the unattributed.
+_COUNTER_NAMES = tuple(_REQUEUE_COUNTERS.values())
+_UNATTRIBUTED = len(_COUNTER_NAMES)
+_SLOTS = {reason: slot for slot, reason in enumerate(_REQUEUE_COUNTERS)}
 
 
 class RemovalQueue:
@@ -46,11 +50,13 @@ class RemovalQueue:
     """
 
     __slots__ = (
+        "_chain",
         "_clock",
         "_counters",
         "_queue",
         "_remove",
         "_requeue_budget",
+        "add",
         "listeners",
         "predicates",
     )
@@ -70,6 +76,12 @@ class RemovalQueue:
         self._counters = counters
         self._remove = remove
         self._queue: deque[CachedEntry] = deque()
+        # Each predicate with the slot of its requeue counter, looked up once and not per requeue.
+        self._chain = tuple((p, _SLOTS.get(p.name, _UNATTRIBUTED)) for p in self.predicates)
+        self.add: Callable[[CachedEntry], None] = (
+            self._add_and_notify if self.listeners else self._queue.append
+        )
+        """Queue an entry at the tail (the deque's own append when no predicate listens)."""
         # With the built-in predicates an entry is requeued at most 1 + max_requeues times in one
         # pass; past that a third-party predicate is looping, and the pass falls back to its rule.
         self._requeue_budget = max_requeues + 2
@@ -80,7 +92,7 @@ class RemovalQueue:
     def __iter__(self) -> Iterator[CachedEntry]:
         return iter(self._queue)
 
-    def add(self, entry: CachedEntry) -> None:
+    def _add_and_notify(self, entry: CachedEntry) -> None:
         self._queue.append(entry)
         for listener in self.listeners:
             listener.on_insert(entry)
@@ -98,10 +110,11 @@ class RemovalQueue:
     def _pass(self, kind: EvictionPass, threshold_ns: int, size_to_free: int) -> tuple[int, int]:
         queue = self._queue
         counters = self._counters
-        predicates = self.predicates
+        chain = self._chain
         size_pass = kind is _SIZE
         now = self._clock.now_ns()
-        budget = len(queue) * self._requeue_budget
+        budget = start_budget = len(queue) * self._requeue_budget
+        requeues = [0] * (_UNATTRIBUTED + 1)
         removed = removed_bytes = visited = 0
         try:
             while queue:
@@ -114,12 +127,12 @@ class RemovalQueue:
                     break
                 # The predicate chain, first decision wins (inlined: this loop is the hot path).
                 decision: EvictionDecision | None = None
-                reason = ""
+                slot = _UNATTRIBUTED
                 if budget > 0:
-                    for predicate in predicates:
+                    for predicate, predicate_slot in chain:
                         decision = predicate.decide(entry, kind, threshold_ns)
                         if decision is not None:
-                            reason = predicate.name
+                            slot = predicate_slot
                             break
                 elif not size_pass:
                     break  # a third-party predicate keeps requeueing: end the time pass
@@ -136,9 +149,7 @@ class RemovalQueue:
                     entry.accessed = False
                     entry.requeue_count += 1
                     queue.append(entry)
-                    attr = _REQUEUE_COUNTERS.get(reason)
-                    if attr is not None:
-                        setattr(counters, attr, getattr(counters, attr) + 1)
+                    requeues[slot] += 1
                 else:
                     # REMOVE; a predicate's MISSING for a live entry also means "evict", so the
                     # size accounting stays right (MISSING proper belongs to the queue).
@@ -147,4 +158,7 @@ class RemovalQueue:
                     self._remove(entry, kind)
         finally:
             counters.cache_eviction_work += visited
+            if budget < start_budget:  # every requeue spent one unit of the budget
+                for name, count in zip(_COUNTER_NAMES, requeues, strict=False):
+                    setattr(counters, name, getattr(counters, name) + count)
         return removed, removed_bytes
