@@ -219,6 +219,21 @@ def test_time_eviction_is_inclusive_and_blocked_by_a_younger_head() -> None:
     assert cache.counters.cache_ledgers_visited == 2
 
 
+def test_size_eviction_is_sized_from_the_bytes_held_before_the_triggering_insert() -> None:
+    """Spec §5.1: the gate captures ``currentSize`` when it schedules the eviction, and the insert
+    that triggered it still goes in (99 < max)."""
+    cache, loop, c = make_cache(CacheLimits.of(100, 0.9, 1000))  # trigger 98, watermark 90
+    c.add("a", (1, 0))
+    cache.cursors_changed(T)
+    for entry in range(99):
+        assert cache.put(T, (1, entry), 1)
+    assert cache.put(T, (1, 99), 1)  # 99 held > 98: one eviction of 99 - 90 = 9 bytes
+    assert cache.size_bytes() == 100
+    loop.run_until(0)
+    assert cache.size_bytes() == 91 and min(cache.cached(T)) == (1, 9)
+    assert cache.counters.cache_evictions_size == 9
+
+
 def test_backlogged_cursor_caching() -> None:
     cache, loop, _ = make_cache(
         managedLedgerMinimumBacklogCursorsForCaching=1,

@@ -4,6 +4,7 @@ cursor-driven invalidation (spec §0.1, §5)."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from functools import partial
 
 from brokerlab.protocols import CursorContainer, PluginContext, Position
 from brokerlab_plugins.entry_cache_common import (
@@ -116,10 +117,9 @@ class LegacyEntryCache:
         current = self._size
         limits = self.limits
         if current > limits.trigger and not self._eviction.in_flight:
-            # (No lambda while one is pending: request() would drop it.) The lambda reads
-            # ``current`` when it runs, so after the insert below, where Pulsar captures the size
-            # before it; kept as is, as the results depend on it.
-            self._eviction.request(lambda: self._evict(current))
+            # The size held now, before this insert, as Pulsar's gate captures it (spec §5.1);
+            # not built while an eviction is pending (request() would drop it).
+            self._eviction.request(partial(self._evict, current))
         if current >= limits.max_size:  # hasSpaceInCache is currentSize < maxSize
             self.counters.cache_inserts_refused += 1
             return False
@@ -198,7 +198,7 @@ class LegacyEntryCache:
         self._removed(freed_total)
 
     def _evict(self, captured_size: int) -> None:
-        """The scheduled size eviction, sized from the bytes held after the triggering insert."""
+        """The scheduled size eviction, sized from the bytes held when the insert gate ran."""
         to_free = captured_size - self.limits.watermark
         if to_free <= 0 or not self._caches:
             return
