@@ -584,7 +584,7 @@ class Broker:
         cursor = dispatcher.cursor
         pending = consumer.pending
         hist = self.latency_ms
-        per_message_ns = NS / policy.rate if policy.rate > 0 else 0.0
+        per_message_ns = consumer.per_message_ns
         p_nack = policy.nack_probability
         p_drop = p_nack + policy.ack_hole_probability
         draws: list[float] | None = None

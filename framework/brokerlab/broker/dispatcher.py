@@ -153,11 +153,6 @@ class Dispatcher:
             return None
         return consumers[(key if key != NO_KEY else 0) % len(consumers)]
 
-    def _permits(self) -> int:
-        if self._multi:
-            return sum(c.permits for c in self.connected if c.permits > 0)
-        return self.connected[0].permits if self.connected else 0
-
     # ---- reading ------------------------------------------------------------------------------
 
     def read_more(self) -> None:
@@ -173,7 +168,8 @@ class Dispatcher:
             max_read_batch = self.broker.max_read_batch
             multi = self._multi
             while True:
-                # _permits(), inlined: this loop runs for every read.
+                # The permits of the connected consumers (a multi-consumer subscription sums
+                # the positive ones); computed inline: this loop runs for every read.
                 connected = self.connected
                 if multi:
                     budget = 0
@@ -234,8 +230,7 @@ class Dispatcher:
             # the running sums (ascending: every entry holds a message) rather than a Python loop
             # over up to dispatcherMaxReadBatchSize entries.
             fits = bisect_right(list(accumulate(ledger.batch[first:stop])), budget)
-            if fits > 1:
-                last += fits - 1
+            last = first + max(fits, 1) - 1
         self._fetch(ledger_id, first, last)
         read_position = cursor.read_position = (ledger_id, last + 1)
         if last + 1 == end and ledger is ml.current:

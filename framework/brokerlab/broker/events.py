@@ -70,11 +70,8 @@ class EventLoop:
         if when_ns <= self._now:
             self._soon.append((callback, timer))
         else:
-            self._seq += 1
-            key = when_ns << SEQ_BITS | self._seq
-            self._callbacks[key] = callback
-            self._timers[key] = timer
-            heapq.heappush(self._heap, key)
+            self.at(when_ns, callback)
+            self._timers[when_ns << SEQ_BITS | self._seq] = timer  # the key at() just used
         return timer
 
     def at(self, when_ns: int, callback: Callable[[], None]) -> None:
