@@ -6,8 +6,9 @@ linked-list container, every distinct tracked position is one *group* that store
 tracked cursors at or before it, and each cursor points at its group, so the query is one dict
 lookup plus an addition. Two differences:
 
-* groups sit in a ``SortedList`` of distinct positions, so finding where a cursor lands is
-  O(log n) instead of a walk;
+* groups sit in a sorted Python list of distinct positions, so finding where a cursor lands is
+  a bisection, O(log n), instead of a walk, and a cursor that passes no other group moves its
+  group by overwriting one slot;
 * a group's count is stored relative to one shared ``offset``. Adding ``delta`` to a range of
   groups can therefore be done either on the range itself or as ``offset += delta`` plus
   ``-delta`` on the groups outside it, whichever is shorter.
@@ -16,9 +17,10 @@ Complexity, with G the number of distinct tracked positions and k the number of 
 count changes (those a move crosses, or those at or after an added or removed cursor):
 
 * ``count_at_or_before``, ``slowest_position``, ``len``, ``in``: O(1), worst case, not amortised;
-* ``add``, ``remove``, ``update``: O(log G + min(k, G - k)); a small forward step crosses few
-  groups, so the common read-position move is O(log G). (sortedcontainers documents its
-  ``add``/``remove`` as approximately O(log G); in practice a memmove in a list of <= 1000.)
+* ``add``, ``remove``, ``update``: O(log G + min(k, G - k)) plus, when a group appears or goes,
+  a memmove of the list's tail (O(G) pointers, a few nanoseconds per thousand). A small forward
+  step crosses few groups, so the common read-position move is O(log G), and a lone cursor
+  passing no group (one subscription per topic, a tail reader) rewrites its slot in O(1).
 
 The invariant it keeps is the one the spec asks for (§0.4), not Pulsar's code: a tail node moved
 "in place" still leaves its old group, so the cursors that shared it never count one too many.
@@ -26,9 +28,8 @@ The invariant it keeps is the one the spec asks for (§0.4), not Pulsar's code: 
 
 from __future__ import annotations
 
+from bisect import bisect_left, insort
 from collections import Counter
-
-from sortedcontainers import SortedList
 
 from brokerlab.protocols import Position
 
@@ -59,7 +60,7 @@ class SortedListCursorContainer:
     def __init__(self) -> None:
         self._position: dict[str, Position | None] = {}  # every known cursor
         self._member_of: dict[str, _Group] = {}  # tracked cursor -> its group (query fast path)
-        self._order: SortedList = SortedList()  # distinct tracked positions
+        self._order: list[Position] = []  # distinct tracked positions, ascending
         self._groups: dict[Position, _Group] = {}
         self._offset = 0  # real count of a group = group.stored + _offset
 
@@ -128,18 +129,18 @@ class SortedListCursorContainer:
         if hi - lo == 1:  # the common small step: skip building an iterator
             groups[order[lo]].stored += delta
         elif 2 * (hi - lo) <= total:
-            for position in order.islice(lo, hi):
+            for position in order[lo:hi]:
                 groups[position].stored += delta
         else:  # cheaper to move everyone via the offset and undo it outside the range
             self._offset += delta
-            for position in order.islice(0, lo):
+            for position in order[:lo]:
                 groups[position].stored -= delta
-            for position in order.islice(hi, total):
+            for position in order[hi:]:
                 groups[position].stored -= delta
 
     def _new_group(self, position: Position, count_before: int) -> _Group:
         """Create the group at ``position`` holding one cursor, behind ``count_before`` others."""
-        self._order.add(position)
+        insort(self._order, position)
         group = self._groups[position] = _Group(1, count_before + 1 - self._offset)
         return group
 
@@ -155,11 +156,12 @@ class SortedListCursorContainer:
         group.members -= 1
         if group.members == 0:
             del self._groups[position]
-            self._order.remove(position)
+            order = self._order
+            del order[bisect_left(order, position)]
 
     def _track(self, position: Position) -> _Group:
         order = self._order
-        index: int = order.bisect_left(position)
+        index = bisect_left(order, position)
         group = self._groups.get(position)
         if group is not None:
             group.members += 1
@@ -170,20 +172,20 @@ class SortedListCursorContainer:
         return self._new_group(position, before)
 
     def _untrack(self, position: Position) -> None:
-        index: int = self._order.bisect_left(position)
+        index = bisect_left(self._order, position)
         self._shift(index, len(self._order), -1)
         self._leave(position)
 
     def _move(self, old: Position, new: Position) -> _Group:
         order, groups = self._order, self._groups
         old_group = groups[old]
-        old_index: int = order.bisect_left(old)
-        new_index: int = order.bisect_left(new)
+        old_index = bisect_left(order, old)
+        new_index = bisect_left(order, new)
         new_group = groups.get(new)
         if new > old:
             # Groups in [old, new) stop counting the cursor; groups from ``new`` on still do.
             if old_group.members == 1 and new_group is None and new_index == old_index + 1:
-                return self._relabel(old, new, old_group)  # a lone cursor passing no group
+                return self._relabel(old_index, new, old_group)  # a lone cursor passing no group
             old_group.stored -= 1
             self._shift(old_index + 1, new_index, -1)
             if new_group is not None:
@@ -196,7 +198,7 @@ class SortedListCursorContainer:
                 new_group.members += 1
                 self._shift(new_index, old_index, 1)
             elif old_group.members == 1 and new_index == old_index:
-                return self._relabel(old, new, old_group)
+                return self._relabel(old_index, new, old_group)
             else:
                 before = self._count_before(new_index)
                 self._shift(new_index, old_index, 1)
@@ -204,12 +206,13 @@ class SortedListCursorContainer:
         self._leave(old)
         return new_group
 
-    def _relabel(self, old: Position, new: Position, group: _Group) -> _Group:
-        """Move a one-cursor group to ``new`` when no other group lies between: counts stay."""
-        del self._groups[old]
-        self._order.remove(old)
-        self._order.add(new)
-        self._groups[new] = group
+    def _relabel(self, index: int, new: Position, group: _Group) -> _Group:
+        """Move the one-cursor group at ``index`` to ``new`` when no other group lies between:
+        counts and the order stay, so the slot is overwritten."""
+        order, groups = self._order, self._groups
+        del groups[order[index]]
+        order[index] = new
+        groups[new] = group
         return group
 
     def _check(self) -> None:
