@@ -11,8 +11,9 @@ time, so that the ratios between rows hold on a shared machine. It has two libCa
 references, and prints each row's share of both:
 
 * ``per request``: its LRU driven from Python, one ``cache.get`` per request, as the broker caches
-  are driven (one ``read``, and on a miss one ``storage_read``). This is the like-for-like
-  reference: both sides pay the interpreter's per-request cost.
+  are driven (one ``read``, on a miss one ``storage_read``, then ``released``, as a dispatcher and
+  the trace replay call them). This is the like-for-like reference: both sides pay the
+  interpreter's per-request cost.
 * ``C loop``: its LRU replaying the same trace in its own C loop (``process_trace`` over a
   temporary oracleGeneral file), the speed of the library itself; no Python cache comes near it.
   Its miss ratio is checked against the per-request run's hit ratio.
@@ -144,13 +145,15 @@ Replay = Callable[[int, list[int]], int]
 
 
 def broker_cache(kind: str) -> Replay:
-    """A one-entry read per request, and on a miss the storage insert."""
+    """A request as a dispatcher makes it (and as the trace replay does): a one-entry read, on a
+    miss the storage read, then the release of the delivered copy (one expected read consumed)."""
     cache, scheduler, container = build(kind, CacheLimits.of(CAPACITY, 0.9, 1000))
     cursors = container()
     cursors.add("r", (0, 0))
     cache.open_ledger("t", cursors)
     cache.cursors_changed("t")
-    read, storage_read, run = cache.read, cache.storage_read, scheduler.loop.run_until
+    read, storage_read, released = cache.read, cache.storage_read, cache.released
+    run = scheduler.loop.run_until
     one = [1]
 
     def replay(first: int, segment: list[int]) -> int:
@@ -163,6 +166,7 @@ def broker_cache(kind: str) -> Replay:
                     run(0)
             else:
                 hits += 1
+            released("t", (0, obj))
         return hits
 
     return replay
