@@ -9,9 +9,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from brokerlab.protocols import BatchAck, Position
-from brokerlab_plugins.ack_state.shapes import Snapshot, recovered
+from brokerlab_plugins.ack_state.shapes import Snapshot
 from brokerlab_plugins.ack_state.storage import Encoded
-from brokerlab_plugins.ack_state.wire_size import managed_cursor_info_bytes, position_info_bytes
+from brokerlab_plugins.ack_state.wire_size import (
+    batches_bytes,
+    managed_cursor_info_bytes,
+    ranges_bytes,
+)
 
 __all__ = ["range_entry", "range_node"]
 
@@ -20,14 +24,14 @@ STATE_IN_NODE = -1
 
 
 def range_entry(snap: Snapshot, kept: int, batches: Mapping[Position, BatchAck]) -> Encoded:
-    """A PositionInfo with the ``kept`` lowest ranges (field 3), ``batches`` and the properties."""
+    """A PositionInfo with the ``kept`` lowest ranges (field 3), ``batches`` and the properties.
+
+    Its size is ``position_info_bytes`` with the header and properties taken from the snapshot,
+    which sized them once for the whole write.
+    """
     ranges = snap.ranges[:kept]
-    size = position_info_bytes(snap.mark_delete, ranges, batches, snap.properties)
     return Encoded(
-        recovered(snap.mark_delete, ranges, batches, snap.properties),
-        size,
-        len(ranges),
-        len(snap.ranges) - len(ranges),
+        snap, ranges, batches, snap.position_bytes + ranges_bytes(ranges) + batches_bytes(batches)
     )
 
 
@@ -45,9 +49,4 @@ def range_node(
         snap.cursor_properties,
         now_ms,
     )
-    return Encoded(
-        recovered(snap.mark_delete, ranges, {}, snap.properties),
-        size,
-        len(ranges),
-        len(snap.ranges) - len(ranges),
-    )
+    return Encoded(snap, ranges, {}, size)

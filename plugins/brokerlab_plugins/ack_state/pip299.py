@@ -16,18 +16,11 @@ from brokerlab_plugins.ack_state.forms import range_entry, range_node
 from brokerlab_plugins.ack_state.pause import PauseSwitch
 from brokerlab_plugins.ack_state.range_count import frame_limit, long_array_enabled
 from brokerlab_plugins.ack_state.settings import ack_settings
-from brokerlab_plugins.ack_state.shapes import LedgerState, Snapshot, ledger_words, recovered
+from brokerlab_plugins.ack_state.shapes import LedgerState, Snapshot, ledger_words
 from brokerlab_plugins.ack_state.storage import Encoded
 from brokerlab_plugins.ack_state.truncation import walk_budget, walk_ledgers_budget
 from brokerlab_plugins.ack_state.whole_state import WholeStatePersister
-from brokerlab_plugins.ack_state.wire_size import (
-    batches_bytes,
-    header_bytes,
-    long_list_map_bytes,
-    long_properties_bytes,
-    ranges_bytes,
-    string_properties_bytes,
-)
+from brokerlab_plugins.ack_state.wire_size import batches_bytes, long_list_map_bytes, ranges_bytes
 
 __all__ = ["ByteLimitEncoder", "new_pip299_persister"]
 
@@ -50,11 +43,7 @@ class ByteLimitEncoder:
 
     def _fixed(self, snap: Snapshot) -> int:
         """Header + subscription properties + producers' sequence ids: never truncated."""
-        return (
-            header_bytes(snap.mark_delete)
-            + string_properties_bytes(snap.cursor_properties)
-            + long_properties_bytes(snap.properties)
-        )
+        return snap.position_bytes + snap.cursor_properties_bytes
 
     def _acks_full(self, snap: Snapshot, long_array: bool) -> int:
         """All individual acks in the form this write uses (before the cut)."""
@@ -82,13 +71,7 @@ class ByteLimitEncoder:
             if kept:  # else not even the first ledger fits: the MessageRange walk instead
                 self._cache(snap, used, long_array=True)
                 ranges = [r for lid in kept for r in ledgers[lid].ranges]
-                size = header_bytes(snap.mark_delete) + long_properties_bytes(snap.properties)
-                return Encoded(
-                    recovered(snap.mark_delete, ranges, kept_batches, snap.properties),
-                    size + used,
-                    len(ranges),
-                    len(snap.ranges) - len(ranges),
-                )
+                return Encoded(snap, ranges, kept_batches, snap.position_bytes + used)
         kept_ranges, batches, used = self._cut(snap)
         self._cache(snap, used, long_array=False)
         return range_entry(snap, kept_ranges, batches)

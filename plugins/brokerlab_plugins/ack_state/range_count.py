@@ -18,17 +18,11 @@ from brokerlab.protocols import AckState, BatchAck, PluginContext, Position
 from brokerlab_plugins.ack_state.forms import range_entry, range_node
 from brokerlab_plugins.ack_state.pause import PauseSwitch
 from brokerlab_plugins.ack_state.settings import ack_settings
-from brokerlab_plugins.ack_state.shapes import Range, Snapshot, ledger_words, recovered
+from brokerlab_plugins.ack_state.shapes import Range, Snapshot, ledger_words
 from brokerlab_plugins.ack_state.storage import Encoded
 from brokerlab_plugins.ack_state.truncation import Release, first_batches, to_ranges
 from brokerlab_plugins.ack_state.whole_state import WholeStatePersister
-from brokerlab_plugins.ack_state.wire_size import (
-    FRAME_PADDING,
-    batches_bytes,
-    header_bytes,
-    long_list_map_bytes,
-    long_properties_bytes,
-)
+from brokerlab_plugins.ack_state.wire_size import FRAME_PADDING, batches_bytes, long_list_map_bytes
 
 __all__ = ["RangeCountEncoder", "new_range_count_persister"]
 
@@ -102,8 +96,7 @@ class RangeCountEncoder:
         kept = to_ranges(ledgers, self.max_ranges, self.release)
         if not kept:
             return None
-        size = header_bytes(snap.mark_delete) + batches_bytes(batches)
-        size += long_properties_bytes(snap.properties)
+        size = snap.position_bytes + batches_bytes(batches)
         ranges: list[Range] = []
         for lid in kept:
             ranges.extend(ledgers[lid].ranges)
@@ -111,12 +104,7 @@ class RangeCountEncoder:
         dropped = [ledger for lid, ledger in ledgers.items() if ledger.ranges and lid not in kept]
         self.ledgers_dropped += len(dropped)
         self.entries_dropped += sum(ledger.cardinality for ledger in dropped)
-        return Encoded(
-            recovered(snap.mark_delete, ranges, batches, snap.properties),
-            size,
-            len(ranges),
-            len(snap.ranges) - len(ranges),
-        )
+        return Encoded(snap, ranges, batches, size)
 
     def metadata_store(self, snap: Snapshot, now_ms: int) -> Encoded:
         # The metadata-store threshold never truncates; the range cap does (§3.6, §12 item 5).

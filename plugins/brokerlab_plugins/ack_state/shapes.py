@@ -7,10 +7,9 @@ ledgers changed since the last successful write (write amplification, PIP-81 dir
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from functools import cached_property
-from itertools import groupby
 
 from brokerlab.protocols import AckState, BatchAck, Position, RecoveredAckState
 from brokerlab_plugins.ack_state.wire_size import (
@@ -45,12 +44,24 @@ class LedgerState:
 
 
 def by_ledger(
-    ranges: Iterable[Range], batches: Mapping[Position, BatchAck]
+    ranges: Sequence[Range], batches: Mapping[Position, BatchAck]
 ) -> dict[int, LedgerState]:
-    """Group ranges and batches by ledger, ascending; ledgers with neither are absent."""
-    by_id: dict[int, tuple[Range, ...]] = {
-        lid: tuple(group) for lid, group in groupby(ranges, key=_ledger_of)
-    }
+    """Group ranges and batches by ledger, ascending; ledgers with neither are absent.
+
+    ``ranges`` are in order (a ledger's ranges are consecutive); should a ledger come back after
+    another one, its last run wins.
+    """
+    if not ranges and not batches:
+        return {}  # the usual write: nothing individually acked
+    by_id: dict[int, tuple[Range, ...]] = {}
+    if ranges:
+        # Runs of one ledger id, cut by index (no key function called per range).
+        start, current = 0, ranges[0][0][0]
+        for i, (lower, _) in enumerate(ranges):
+            if lower[0] != current:
+                by_id[current] = tuple(ranges[start:i])
+                start, current = i, lower[0]
+        by_id[current] = tuple(ranges[start:])
     by_batch: dict[int, list[tuple[Position, BatchAck]]] = {}
     for pos in sorted(batches):
         by_batch.setdefault(pos[0], []).append((pos, batches[pos]))
@@ -58,10 +69,6 @@ def by_ledger(
         lid: LedgerState(by_id.get(lid, ()), tuple(by_batch.get(lid, ())))
         for lid in sorted(by_id.keys() | by_batch.keys())
     }
-
-
-def _ledger_of(r: Range) -> int:
-    return r[0][0]
 
 
 def ledger_words(ranges: Iterable[Range]) -> dict[int, int]:
@@ -82,18 +89,52 @@ def ledger_words(ranges: Iterable[Range]) -> dict[int, int]:
     return words
 
 
-@dataclass(frozen=True)
 class Snapshot:
-    """The live state read once per write: every persister sizes and truncates from this."""
+    """The live state read once per write: every persister sizes and truncates from this.
 
-    mark_delete: Position
-    ranges: tuple[Range, ...]
-    batches: Mapping[Position, BatchAck]
-    properties: Mapping[str, int] = field(default_factory=dict)
-    cursor_properties: Mapping[str, str] = field(default_factory=dict)
+    The parts every write needs whatever it keeps (the mark-delete header and both property
+    lists) are sized once here; the per-ledger view is grouped on first use. Nothing in a
+    snapshot is mutated after it is taken, so an encoding may keep references to its parts.
+    """
+
+    __slots__ = (
+        "_ledgers",
+        "batches",
+        "cursor_properties",
+        "cursor_properties_bytes",
+        "mark_delete",
+        "position_bytes",
+        "properties",
+        "ranges",
+    )
+
+    def __init__(
+        self,
+        mark_delete: Position,
+        ranges: tuple[Range, ...],
+        batches: Mapping[Position, BatchAck],
+        properties: Mapping[str, int] | None = None,
+        cursor_properties: Mapping[str, str] | None = None,
+    ) -> None:
+        self.mark_delete = mark_delete
+        self.ranges = ranges
+        self.batches = batches
+        self.properties: Mapping[str, int] = properties or {}
+        self.cursor_properties: Mapping[str, str] = cursor_properties or {}
+        # Most cursors have no properties of either kind: size them only when present.
+        self.position_bytes = header_bytes(mark_delete) + (
+            long_properties_bytes(properties) if properties else 0
+        )
+        """Header + mark-delete properties: what every PositionInfo of this state carries."""
+        self.cursor_properties_bytes = (
+            string_properties_bytes(cursor_properties) if cursor_properties else 0
+        )
+        """The subscription properties (StringProperty list), in the metadata store only."""
+        self._ledgers: dict[int, LedgerState] | None = None
 
     @classmethod
     def of(cls, state: AckState) -> Snapshot:
+        """Copy the live state (the broker mutates its own containers after the write)."""
         return cls(
             state.mark_delete,
             tuple(state.acked_ranges()),
@@ -102,17 +143,21 @@ class Snapshot:
             dict(state.subscription_properties()),
         )
 
-    @cached_property
+    @property
     def ledgers(self) -> dict[int, LedgerState]:
-        """The state per ledger, ascending (computed once per write)."""
-        return by_ledger(self.ranges, self.batches)
+        """The state per ledger, ascending (grouped once per write, on first use)."""
+        ledgers = self._ledgers
+        if ledgers is None:
+            ledgers = self._ledgers = by_ledger(self.ranges, self.batches)
+        return ledgers
 
-    def changed_bytes(self, changed: Iterable[int]) -> int:
+    def changed_bytes(self, changed: Collection[int]) -> int:
         """Header + properties + the MessageRange form of the changed ledgers (§0.4)."""
-        ledgers = self.ledgers
-        total = header_bytes(self.mark_delete) + long_properties_bytes(self.properties)
-        total += string_properties_bytes(self.cursor_properties)
-        return total + sum(ledgers[lid].bytes for lid in set(changed) if lid in ledgers)
+        total = self.position_bytes + self.cursor_properties_bytes
+        if changed:
+            ledgers = self.ledgers
+            total += sum(ledgers[lid].bytes for lid in set(changed) if lid in ledgers)
+        return total
 
 
 def recovered(

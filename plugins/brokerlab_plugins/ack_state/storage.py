@@ -16,39 +16,85 @@ writes the cadence had not made yet.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass, replace
-from typing import Literal
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
+from functools import lru_cache
+from typing import Literal, Protocol
 
-from brokerlab.protocols import Clock, RecoveredAckState
+from brokerlab.protocols import BatchAck, Clock, PersistOutcome, Position, RecoveredAckState
+from brokerlab_plugins.ack_state.shapes import Range, Snapshot, recovered
 
-__all__ = ["CursorStorage", "Encoded", "Written"]
+__all__ = ["CursorStorage", "Encoded", "MetadataNodes"]
 
 NS = 1_000_000_000
 FIRST_CURSOR_LEDGER = 1_000_000
 
 
-@dataclass(frozen=True)
 class Encoded:
-    """One serialized write: what it recovers to, its size and what the limits left out."""
+    """One serialized write of a snapshot: what it keeps and its size.
 
-    durable: RecoveredAckState
-    bytes: int
-    ranges_persisted: int
-    ranges_dropped: int = 0
+    It holds the kept parts, not the state they recover to: a restart reads back one write only
+    (the ledger's last entry or the node), so :attr:`durable` is built when that happens. The parts
+    are never mutated after the write (a snapshot is a copy), so the result is the same.
+    """
+
+    # A plain slotted class, not a frozen dataclass: one is built per write, and a frozen
+    # dataclass's __init__ pays an object.__setattr__ call per field (CPython 3.11).
+    __slots__ = ("batches", "bytes", "ranges", "ranges_dropped", "ranges_persisted", "snap")
+
+    def __init__(
+        self,
+        snap: Snapshot,
+        ranges: Sequence[Range],
+        batches: Mapping[Position, BatchAck],
+        size: int,
+    ) -> None:
+        self.snap = snap
+        self.ranges = ranges
+        """The ranges kept: the snapshot's lowest ones, or whole ledgers in the long-array form."""
+        self.batches = batches
+        """The batch bitsets a restart restores from this write (none from a node)."""
+        self.bytes = size
+        self.ranges_persisted = len(ranges)
+        self.ranges_dropped = len(snap.ranges) - len(ranges)
+        """Ranges of the snapshot the limits left out."""
+
+    @property
+    def mark_delete(self) -> Position:
+        return self.snap.mark_delete
+
+    @property
+    def durable(self) -> RecoveredAckState:
+        """What a restart reads back (ranges clipped to after the mark-delete)."""
+        snap = self.snap
+        return recovered(snap.mark_delete, self.ranges, self.batches, snap.properties)
 
 
-@dataclass(frozen=True)
-class Written:
-    """What one persist call cost, and which encoding became durable."""
+class MetadataNodes(Protocol):
+    """The metadata-store node a persister writes, asked for only when the storage writes one."""
 
-    bytes: int
-    to_metadata_store: bool
-    durable: Encoded
+    def state_node(self, snap: Snapshot) -> Encoded:
+        """The node holding the state itself (``cursorsLedgerId = -1``)."""
+
+    def pointer_bytes(self, snap: Snapshot, ledger_id: int) -> int:
+        """Size of the node pointing at the new cursor ledger ``ledger_id`` (no ranges)."""
+
+
+_shared_outcome = lru_cache(maxsize=256, typed=True)(PersistOutcome)
+"""``PersistOutcome(bytes, persisted, dropped, to_store)``, one shared instance per value.
+
+An outcome is a frozen value and most writes repeat one of a few (an empty state, whose size
+follows the mark-delete's varint widths); sharing them skips the frozen dataclass __init__.
+"""
+
+
+def _landed(entry: Encoded, spent: int, to_store: bool) -> PersistOutcome:
+    """A storage operation that made ``entry`` durable at a cost of ``spent`` bytes."""
+    return _shared_outcome(spent, entry.ranges_persisted, entry.ranges_dropped, to_store)
 
 
 class CursorStorage:
-    """One cursor's ledger and metadata-store node."""
+    """One cursor's ledger and metadata-store node; ``nodes`` encodes the node's contents."""
 
     def __init__(
         self,
@@ -57,8 +103,10 @@ class CursorStorage:
         max_entries_per_ledger: int,
         rollover_seconds: int,
         start: RecoveredAckState,
+        nodes: MetadataNodes,
     ) -> None:
         self._clock = clock
+        self._nodes = nodes
         self.frame_limit = frame_limit
         self._max_entries = max_entries_per_ledger
         self._rollover_ns = rollover_seconds * NS
@@ -66,7 +114,7 @@ class CursorStorage:
         self._ledger_id = FIRST_CURSOR_LEDGER - 1
         self._entries = 0
         self._created_ns = 0
-        self._last: RecoveredAckState | None = None
+        self._last: Encoded | None = None
         self._node = start
         self._node_holds_state = False
         self._ledger_lost = False
@@ -95,51 +143,51 @@ class CursorStorage:
 
     # ---- writes -------------------------------------------------------------------------------
 
-    def persist(
-        self, entry: Encoded, fallback: Callable[[], Encoded], pointer: Callable[[int], int]
-    ) -> Written:
-        """Append ``entry``, creating a ledger first if needed; on an oversize entry, ``fallback``.
-
-        ``pointer(ledger_id)`` is the size of the metadata-store node that points at a new ledger.
-        """
+    def persist(self, entry: Encoded) -> PersistOutcome:
+        """Append ``entry``, creating a ledger first if needed; if oversize, write the node."""
         spent = 0
         to_store = False
         if self._mode != "open":
             if not self._fits(entry):
-                return self._fall_back(fallback)
+                node = self._fall_back(entry.snap)
+                return _landed(node, node.bytes, True)
             # A new ledger starts with a creation entry holding the last mark-delete entry.
-            spent += self._switch(entry, pointer)
+            spent += self._switch(entry)
             to_store = True
         if not self._fits(entry):
-            written = self._fall_back(fallback)
-            return Written(spent + written.bytes, True, written.durable)
+            node = self._fall_back(entry.snap)
+            return _landed(node, spent + node.bytes, True)
         spent += self._append(entry)
         if self._entries - 1 >= self._max_entries or (
             self._rollover_ns > 0 and self._clock.now_ns() - self._created_ns >= self._rollover_ns
         ):
-            spent += self._switch(entry, pointer)
+            spent += self._switch(entry)
             self.rollovers += 1
             to_store = True
-        return Written(spent, to_store, entry)
+        return _landed(entry, spent, to_store)
 
-    def open(self, entry: Encoded, pointer: Callable[[int], int]) -> Written:
+    def open(self, entry: Encoded) -> PersistOutcome:
         """The cursor's first write: create its ledger with the initial state."""
-        return Written(self._switch(entry, pointer), True, entry)
+        return _landed(entry, self._switch(entry), True)
 
     def close(
-        self, build: Callable[[], Encoded], to_ledger: bool, to_store: Callable[[], Encoded]
-    ) -> Written:
-        """Graceful close: the final state goes to the writable ledger or to the node (§3.7)."""
+        self, snap: Snapshot, build: Callable[[], Encoded], to_ledger: bool
+    ) -> PersistOutcome:
+        """Graceful close: the final state goes to the writable ledger or to the node (§3.7).
+
+        ``build`` encodes the ledger entry, called only if the ledger path is taken.
+        """
         if to_ledger and self._mode == "open":
             entry = build()
             if not self._fits(entry):
-                return self._fall_back(to_store)
+                node = self._fall_back(snap)
+                return _landed(node, node.bytes, True)
             spent = self._append(entry)
             self._mode = "readonly"
-            return Written(spent, False, entry)
-        written = self._fall_back(to_store, oversize=False)
+            return _landed(entry, spent, False)
+        node = self._fall_back(snap, oversize=False)
         self._last = None  # the cursor ledger is deleted
-        return written
+        return _landed(node, node.bytes, True)
 
     def lose_ledger(self) -> None:
         """Fault injection: the cursor ledger was deleted or became unreadable (§6.1 rollback)."""
@@ -161,7 +209,7 @@ class CursorStorage:
             # Rollback: the snapshot's mark-delete, no individual acks, empty properties.
             return RecoveredAckState(self._node.mark_delete), "rollback"
         self._mode = "readonly"
-        return self._last, "ledger"
+        return self._last.durable, "ledger"
 
     # ---- internals ----------------------------------------------------------------------------
 
@@ -171,10 +219,10 @@ class CursorStorage:
     def _append(self, entry: Encoded) -> int:
         self._entries += 1
         self.ledger_entries += 1
-        self._last = entry.durable
+        self._last = entry
         return entry.bytes
 
-    def _switch(self, entry: Encoded, pointer: Callable[[int], int]) -> int:
+    def _switch(self, entry: Encoded) -> int:
         """New ledger, full state as its first entry, node points at it, old ledger deleted."""
         self._ledger_id += 1
         self._mode = "open"
@@ -182,17 +230,17 @@ class CursorStorage:
         self._created_ns = self._clock.now_ns()
         self._ledger_lost = False
         spent = self._append(entry)
-        self._node = RecoveredAckState(entry.durable.mark_delete)
+        self._node = RecoveredAckState(entry.mark_delete)
         self._node_holds_state = False
         self.metadata_store_writes += 1
-        return spent + pointer(self._ledger_id)
+        return spent + self._nodes.pointer_bytes(entry.snap, self._ledger_id)
 
-    def _fall_back(self, to_store: Callable[[], Encoded], oversize: bool = True) -> Written:
+    def _fall_back(self, snap: Snapshot, oversize: bool = True) -> Encoded:
         """Write the state into the metadata-store node (``cursorsLedgerId = -1``)."""
-        encoded = to_store()
+        encoded = self._nodes.state_node(snap)
         self._node = encoded.durable
         self._node_holds_state = True
         self._mode = "none"
         self.metadata_store_writes += 1
         self.oversize_entries += oversize
-        return Written(encoded.bytes, True, encoded)
+        return encoded

@@ -24,6 +24,8 @@ Release = Literal["4.x", "5.0"]
 
 def first_batches(batches: Mapping[Position, BatchAck], limit: int) -> dict[Position, BatchAck]:
     """The ``limit`` lowest batch bitsets by position (the batch-index cap)."""
+    if not batches:
+        return {}  # most writes: no partially acked batch
     return {pos: batches[pos] for pos in sorted(batches)[: max(0, limit)]}
 
 

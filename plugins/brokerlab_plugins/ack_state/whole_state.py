@@ -16,7 +16,7 @@ from brokerlab.protocols import AckState, Clock, PersistOutcome, RecoveredAckSta
 from brokerlab_plugins.ack_state.cadence import MarkDeleteRateLimiter
 from brokerlab_plugins.ack_state.pause import PauseSwitch
 from brokerlab_plugins.ack_state.shapes import LedgerState, Snapshot
-from brokerlab_plugins.ack_state.storage import CursorStorage, Encoded, Written
+from brokerlab_plugins.ack_state.storage import CursorStorage, Encoded
 from brokerlab_plugins.ack_state.wire_size import managed_cursor_info_bytes
 
 __all__ = ["Encoder", "StorageLimits", "WholeStatePersister"]
@@ -76,6 +76,7 @@ class WholeStatePersister:
             settings.managed_ledger_cursor_max_entries_per_ledger,
             settings.managed_ledger_cursor_rollover_time_in_seconds,
             RecoveredAckState(mark_delete=(-1, -1)),
+            self,
         )
         self._dirty = False
         self._cursor_properties: Mapping[str, str] = {}
@@ -87,7 +88,7 @@ class WholeStatePersister:
 
     def created(self, state: AckState) -> PersistOutcome | None:
         snap = Snapshot.of(state)
-        return self._outcome(snap, self.storage.open(self.encoder.entry(snap), self._pointer(snap)))
+        return self._outcome(snap, self.storage.open(self.encoder.entry(snap)))
 
     def acked(self, state: AckState, changed_ledgers: Sequence[int]) -> PersistOutcome | None:
         if self._limiter.try_acquire(self._clock.now_ns()):
@@ -105,10 +106,9 @@ class WholeStatePersister:
             and self.encoder.close_to_ledger()
             and state.range_count() > self._store_threshold
         )
-        written = self.storage.close(
-            lambda: self.encoder.entry(snap), to_ledger, lambda: self._store(snap)
+        return self._outcome(
+            snap, self.storage.close(snap, lambda: self.encoder.entry(snap), to_ledger)
         )
-        return self._outcome(snap, written)
 
     def crash(self) -> None:
         self._dirty = False
@@ -133,54 +133,35 @@ class WholeStatePersister:
             **self.encoder.stats(),
         }
 
-    # ---- internals ----------------------------------------------------------------------------
+    # ---- MetadataNodes (asked by the storage only when it writes the node) ---------------------
 
-    def _persist(self, state: AckState) -> PersistOutcome:
-        snap = Snapshot.of(state)
-        written = self.storage.persist(
-            self.encoder.entry(snap), lambda: self._store(snap), self._pointer(snap)
-        )
-        return self._outcome(snap, written)
-
-    def _store(self, snap: Snapshot) -> Encoded:
+    def state_node(self, snap: Snapshot) -> Encoded:
         return self.encoder.metadata_store(snap, self._clock.now_ms())
 
-    def _pointer(self, snap: Snapshot) -> _Pointer:
-        return _Pointer(snap, self._clock.now_ms())
-
-    def _outcome(self, snap: Snapshot, written: Written) -> PersistOutcome:
-        """Account one successful write: changed bytes since the previous one, dirtiness."""
-        self._cursor_properties = snap.cursor_properties
-        ledgers = snap.ledgers
-        previous = self._persisted
-        changed = [lid for lid, ledger in ledgers.items() if previous.get(lid) != ledger]
-        self._changed_bytes += snap.changed_bytes(changed)
-        self._persisted = ledgers
-        self._dirty = False
-        durable = written.durable
-        return PersistOutcome(
-            bytes_written=written.bytes,
-            ranges_persisted=durable.ranges_persisted,
-            ranges_dropped=durable.ranges_dropped,
-            to_metadata_store=written.to_metadata_store,
-        )
-
-
-class _Pointer:
-    """Size of the metadata-store node that points at a new cursor ledger (no ranges)."""
-
-    __slots__ = ("_now_ms", "_snap")
-
-    def __init__(self, snap: Snapshot, now_ms: int) -> None:
-        self._snap = snap
-        self._now_ms = now_ms
-
-    def __call__(self, ledger_id: int) -> int:
-        snap = self._snap
+    def pointer_bytes(self, snap: Snapshot, ledger_id: int) -> int:
         return managed_cursor_info_bytes(
             ledger_id,
             snap.mark_delete,
             properties=snap.properties,
             cursor_properties=snap.cursor_properties,
-            last_active_ms=self._now_ms,
+            last_active_ms=self._clock.now_ms(),
         )
+
+    # ---- internals ----------------------------------------------------------------------------
+
+    def _persist(self, state: AckState) -> PersistOutcome:
+        snap = Snapshot.of(state)
+        return self._outcome(snap, self.storage.persist(self.encoder.entry(snap)))
+
+    def _outcome(self, snap: Snapshot, outcome: PersistOutcome) -> PersistOutcome:
+        """Account one successful write: changed bytes since the previous one, dirtiness."""
+        self._cursor_properties = snap.cursor_properties
+        ledgers = snap.ledgers
+        changed: list[int] = []
+        if ledgers:  # only a ledger the state still has can count as changed
+            previous = self._persisted
+            changed = [lid for lid, ledger in ledgers.items() if previous.get(lid) != ledger]
+        self._changed_bytes += snap.changed_bytes(changed)
+        self._persisted = ledgers
+        self._dirty = False
+        return outcome

@@ -56,7 +56,7 @@ def length_delimited(inner: int) -> int:
 
 def header_bytes(mark_delete: Position) -> int:
     """The mark-delete position fields (ledgerId, entryId) of a PositionInfo."""
-    return 2 + varint_size(mark_delete[0]) + varint_size(mark_delete[1])
+    return 2 + _v(mark_delete[0]) + _v(mark_delete[1])
 
 
 def _nested_position(ledger_id: int, entry_id: int) -> int:
@@ -128,7 +128,11 @@ def batch_info_bytes(position: Position, ack: BatchAck) -> int:
 
 
 def batches_bytes(batch_acks: Mapping[Position, BatchAck]) -> int:
-    return sum(batch_info_bytes(pos, ack) for pos, ack in batch_acks.items())
+    # Loops rather than sum() over a generator: most writes have none, and then cost one call.
+    total = 0
+    for pos, ack in batch_acks.items():
+        total += batch_info_bytes(pos, ack)
+    return total
 
 
 def long_property_bytes(name: str, value: int) -> int:
@@ -137,7 +141,10 @@ def long_property_bytes(name: str, value: int) -> int:
 
 
 def long_properties_bytes(properties: Mapping[str, int]) -> int:
-    return sum(long_property_bytes(k, v) for k, v in properties.items())
+    total = 0
+    for name, value in properties.items():
+        total += long_property_bytes(name, value)
+    return total
 
 
 def string_property_bytes(name: str, value: str) -> int:
@@ -151,7 +158,10 @@ def string_property_bytes(name: str, value: str) -> int:
 
 
 def string_properties_bytes(properties: Mapping[str, str]) -> int:
-    return sum(string_property_bytes(k, v) for k, v in properties.items())
+    total = 0
+    for name, value in properties.items():
+        total += string_property_bytes(name, value)
+    return total
 
 
 def position_info_bytes(
