@@ -7,7 +7,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from brokerlab.protocols import BatchAck
-from brokerlab_plugins.ack_state.shapes import ledger_words
+from brokerlab_plugins.ack_state.forms import range_entry
+from brokerlab_plugins.ack_state.shapes import Snapshot, ledger_words
 from brokerlab_plugins.ack_state.wire_size import (
     batch_info_bytes,
     header_bytes,
@@ -155,6 +156,11 @@ def test_sizes_match_a_byte_encoder(md, ranges, batches, props) -> None:
     bs = {pos: BatchAck(n, mask) for pos, (n, mask) in batches.items()}
     expected = len(encode_position_info(md, rs, bs, props))
     assert position_info_bytes(md, rs, bs, props) == expected
+    # The persisters' entry form sizes the same bytes from the parts its snapshot sized once.
+    ordered = tuple(sorted(rs))
+    snap = Snapshot(md, ordered, bs, props)
+    entry = range_entry(snap, len(ordered), bs)
+    assert entry.bytes == len(encode_position_info(md, list(ordered), bs, props))
 
 
 @settings(max_examples=30, deadline=None)
