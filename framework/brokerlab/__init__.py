@@ -4,6 +4,11 @@ The public Python API. Plugins import from here (records, protocols, ``hookimpl`
 :func:`load_profile` and, once a broker model is present, ``simulate``.
 """
 
+# First: the compiled modules' guard must be in place before any of them is imported.
+from brokerlab._native import install_guard
+
+install_guard()
+
 from brokerlab._api import load_profile, make_host, simulate
 from brokerlab.errors import BrokerlabError, Origin, PluginError, ProfileError, WorkloadError
 from brokerlab.hookspecs import hookimpl

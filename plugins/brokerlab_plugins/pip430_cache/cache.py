@@ -7,6 +7,7 @@ insertion order, the asynchronous size eviction and the expected read counts (sp
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
+from typing import Final
 
 from brokerlab.protocols import (
     CursorContainer,
@@ -26,8 +27,8 @@ from brokerlab_plugins.pip430_cache.queue import RemovalQueue
 
 __all__ = ["Pip430EntryCache"]
 
-_MS = 1_000_000
-_TIME = EvictionPass.TIME
+_MS: Final = 1_000_000
+_TIME: Final = EvictionPass.TIME
 
 
 class _Ledgers:
@@ -209,14 +210,19 @@ class Pip430EntryCache:
             self._put(state, (ledger_id, entry_id), size, expected)
 
     def released(self, topic: str, position: Position) -> None:
-        entry = self.entry(topic, position)
-        if entry is not None and entry.expected_reads is not None:
-            entry.expected_reads -= 1  # markRead; never clamped (§1.2)
+        self._add_expected_reads(topic, position, -1)  # markRead; never clamped (§1.2)
 
     def replayed(self, topic: str, position: Position) -> None:
-        entry = self.entry(topic, position)
-        if entry is not None and entry.expected_reads is not None:
-            entry.expected_reads += 1
+        self._add_expected_reads(topic, position, 1)
+
+    def _add_expected_reads(self, topic: str, position: Position, delta: int) -> None:
+        state = self._topics.get(topic)
+        ledger = None if state is None else state.ledgers.get(position[0])
+        entry = None if ledger is None else ledger.get(position[1])
+        if entry is not None:
+            reads = entry.expected_reads
+            if reads is not None:
+                entry.expected_reads = reads + delta
 
     # ---- eviction -------------------------------------------------------------------------------
 

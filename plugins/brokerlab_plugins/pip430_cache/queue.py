@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
+from typing import Final
 
 from brokerlab.protocols import Clock, EvictionDecision, EvictionPass, EvictionPredicate
 from brokerlab_plugins.entry_cache_common import CacheCounters
@@ -24,12 +25,12 @@ from brokerlab_plugins.pip430_cache.predicates import StatelessPredicate
 
 __all__ = ["RemovalQueue"]
 
-_REMOVE = EvictionDecision.REMOVE
-_REQUEUE = EvictionDecision.REQUEUE
-_STOP = EvictionDecision.STOP
-_MISSING = EvictionDecision.MISSING
-_TIME = EvictionPass.TIME
-_SIZE = EvictionPass.SIZE
+# Final: read once, not looked up by name on every use when the module is compiled.
+_REMOVE: Final = EvictionDecision.REMOVE
+_REQUEUE: Final = EvictionDecision.REQUEUE
+_STOP: Final = EvictionDecision.STOP
+_TIME: Final = EvictionPass.TIME
+_SIZE: Final = EvictionPass.SIZE
 
 # Requeue reason -> counter; a requeue by any other predicate is not attributed.
 _REQUEUE_COUNTERS = {
@@ -37,8 +38,8 @@ _REQUEUE_COUNTERS = {
     "expected-reads": "cache_requeues_expected_reads",
 }
 # A pass counts requeues in a list by slot: one per counter, then one for the unattributed.
-_COUNTER_NAMES = tuple(_REQUEUE_COUNTERS.values())
-_UNATTRIBUTED = len(_COUNTER_NAMES)
+_COUNTER_NAMES: Final = tuple(_REQUEUE_COUNTERS.values())
+_UNATTRIBUTED: Final = len(_COUNTER_NAMES)
 _SLOTS = {reason: slot for slot, reason in enumerate(_REQUEUE_COUNTERS)}
 
 
@@ -56,7 +57,6 @@ class RemovalQueue:
         "_queue",
         "_remove",
         "_requeue_budget",
-        "add",
         "listeners",
         "predicates",
     )
@@ -78,10 +78,6 @@ class RemovalQueue:
         self._queue: deque[CachedEntry] = deque()
         # Each predicate with the slot of its requeue counter, looked up once and not per requeue.
         self._chain = tuple((p, _SLOTS.get(p.name, _UNATTRIBUTED)) for p in self.predicates)
-        self.add: Callable[[CachedEntry], None] = (
-            self._add_and_notify if self.listeners else self._queue.append
-        )
-        """Queue an entry at the tail (the deque's own append when no predicate listens)."""
         # With the built-in predicates an entry is requeued at most 1 + max_requeues times in one
         # pass; past that a third-party predicate is looping, and the pass falls back to its rule.
         self._requeue_budget = max_requeues + 2
@@ -92,7 +88,8 @@ class RemovalQueue:
     def __iter__(self) -> Iterator[CachedEntry]:
         return iter(self._queue)
 
-    def _add_and_notify(self, entry: CachedEntry) -> None:
+    def add(self, entry: CachedEntry) -> None:
+        """Queue an entry at the tail."""
         self._queue.append(entry)
         for listener in self.listeners:
             listener.on_insert(entry)

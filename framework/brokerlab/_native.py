@@ -1,0 +1,152 @@
+"""The modules that installs compile with mypyc, and the guard that keeps them honest.
+
+An install compiles the broker model's and the entry caches' hot modules (``hatch_build.py``);
+the sources stay plain Python and are what runs without a C compiler. A compiled module is only
+as new as the build, so this guard routes every module of :data:`COMPILED` back to its ``.py``
+source when
+
+* ``BROKERLAB_PURE_PYTHON`` is set to anything but ``0`` (to compare or debug), or
+* any of their sources changed since the build (an editable install after an edit), with a
+  warning that says how to compile again.
+
+They go back together: compiled modules reach into each other's objects directly, so a compiled
+module must never meet an interpreted copy of another one. The build's record of the sources is
+:data:`MANIFEST` beside this file. This module runs inside the build too, with nothing installed:
+it imports only the standard library.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.abc
+import importlib.machinery
+import importlib.util
+import json
+import os
+import sys
+import warnings
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from types import ModuleType
+
+__all__ = [
+    "COMPILED",
+    "MANIFEST",
+    "compiled_now",
+    "install_guard",
+    "installed_roots",
+    "source_digests",
+    "source_path",
+    "stale_modules",
+]
+
+COMPILED: tuple[str, ...] = (
+    "brokerlab.broker.broker",
+    "brokerlab.broker.consumer",
+    "brokerlab.broker.cursor",
+    "brokerlab.broker.dedup",
+    "brokerlab.broker.dispatcher",
+    "brokerlab.broker.events",
+    "brokerlab.broker.ledger",
+    "brokerlab.broker.replay",
+    "brokerlab_plugins.cursor_containers.heap",
+    "brokerlab_plugins.cursor_containers.sorted_list",
+    "brokerlab_plugins.entry_cache_common.backlog",
+    "brokerlab_plugins.entry_cache_common.counters",
+    "brokerlab_plugins.entry_cache_common.limits",
+    "brokerlab_plugins.entry_cache_common.trigger",
+    "brokerlab_plugins.legacy_cache.cache",
+    "brokerlab_plugins.legacy_cache.ledger_cache",
+    "brokerlab_plugins.legacy_cache.policy",
+    "brokerlab_plugins.pip430_cache.cache",
+    "brokerlab_plugins.pip430_cache.entry",
+    "brokerlab_plugins.pip430_cache.queue",
+)
+"""Dotted names of the modules a build compiles: ``brokerlab`` ones live under ``framework/`` in
+the repository, ``brokerlab_plugins`` ones under ``plugins/``; an installed wheel has both
+packages in one folder."""
+
+MANIFEST = "_native_build.json"
+"""File name, beside this module, of the build's ``{module: sha256 of its source}``."""
+
+PURE_PYTHON_VARIABLE = "BROKERLAB_PURE_PYTHON"
+
+Roots = Mapping[str, Path]
+"""Top-level package name -> the folder that holds it."""
+
+
+def installed_roots() -> dict[str, Path]:
+    """Where this process finds ``brokerlab`` and ``brokerlab_plugins`` (without importing the
+    latter: its package import is what installs the guard)."""
+    roots = {"brokerlab": Path(__file__).resolve().parent.parent}
+    spec = importlib.util.find_spec("brokerlab_plugins")
+    if spec is not None and spec.submodule_search_locations:
+        roots["brokerlab_plugins"] = Path(next(iter(spec.submodule_search_locations))).parent
+    return roots
+
+
+def source_path(module: str, roots: Roots) -> Path:
+    """The ``.py`` file of ``module``."""
+    root = roots[module.partition(".")[0]]
+    return root.joinpath(*module.split(".")).with_suffix(".py")
+
+
+def source_digests(roots: Roots, modules: Sequence[str] = COMPILED) -> dict[str, str]:
+    """``{module: sha256 of its source}``: what a build records and the guard compares."""
+    return {m: hashlib.sha256(source_path(m, roots).read_bytes()).hexdigest() for m in modules}
+
+
+def stale_modules(roots: Roots, manifest: Path) -> list[str]:
+    """Modules whose source differs from the one the build compiled (none without a build)."""
+    try:
+        built: dict[str, str] = json.loads(manifest.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return []
+    current = source_digests(roots, tuple(built))
+    return sorted(m for m, digest in built.items() if current[m] != digest)
+
+
+def compiled_now() -> list[str]:
+    """The modules of :data:`COMPILED` that this process imported as compiled extensions."""
+    suffixes = tuple(importlib.machinery.EXTENSION_SUFFIXES)
+    return [
+        name
+        for name in COMPILED
+        if (module := sys.modules.get(name)) is not None
+        and str(getattr(module, "__file__", "")).endswith(suffixes)
+    ]
+
+
+class _SourceFinder(importlib.abc.MetaPathFinder):
+    """Finds the modules of :data:`COMPILED` as their ``.py`` sources, ahead of the extensions."""
+
+    def find_spec(
+        self, fullname: str, path: Sequence[str] | None, target: ModuleType | None = None
+    ) -> importlib.machinery.ModuleSpec | None:
+        if fullname not in COMPILED or not path:
+            return None
+        source = Path(path[0]) / (fullname.rpartition(".")[2] + ".py")
+        return importlib.util.spec_from_file_location(fullname, source)
+
+
+def install_guard() -> bool:
+    """Route the compiled modules to their sources when asked or stale; True when it did.
+
+    Called first thing by ``brokerlab/__init__.py``, before any of them can have been imported.
+    """
+    if any(isinstance(finder, _SourceFinder) for finder in sys.meta_path):
+        return True
+    asked = os.environ.get(PURE_PYTHON_VARIABLE, "0") not in ("", "0")
+    stale = [] if asked else stale_modules(installed_roots(), Path(__file__).with_name(MANIFEST))
+    if not asked and not stale:
+        return False
+    if stale:
+        warnings.warn(
+            f"brokerlab: {', '.join(stale)} changed since the install compiled it; running all "
+            "compiled modules from their Python sources (slower, same results). Reinstall "
+            "(pip install -e .) to compile them again.",
+            RuntimeWarning,
+            stacklevel=2,
+        )
+    sys.meta_path.insert(0, _SourceFinder())
+    return True

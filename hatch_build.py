@@ -1,0 +1,126 @@
+"""Build hook: compiles the entry caches' hot modules with mypyc, when the machine can.
+
+The list is ``COMPILED`` in ``plugins/brokerlab_plugins/_native.py``. An editable install
+compiles them in place, beside their sources; a wheel carries the compiled files instead. Either
+way the build records a digest of each source (``_native.MANIFEST``), which lets the package
+notice a source edited after the build and run the sources instead (see ``_native``).
+
+Compiling is an optimisation, never a requirement: set ``BROKERLAB_PURE_PYTHON=1`` to skip it,
+and when it fails (no C compiler, no Python headers) the build warns and goes on without it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import runpy
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from hatchling.builders.hooks.plugin.interface import BuildHookInterface
+
+# Runs in a child process: setuptools keeps global state, and a failed compile must not take the
+# build down with it. argv: the build-lib folder (or "" for in place), then the module files.
+_COMPILE = """
+import sys, tempfile
+from setuptools import setup
+from mypyc.build import mypycify
+build_lib, *paths = sys.argv[1:]
+with tempfile.TemporaryDirectory() as work:
+    # No project config: its mypy plugin and strictness are for checking, not for compiling.
+    config = work + "/mypy.ini"
+    open(config, "w").write(
+        "[mypy]\\nignore_missing_imports = True\\ndisable_error_code = empty-body\\n"
+    )
+    place = ["--build-lib", build_lib] if build_lib else ["--inplace", "--build-lib", work + "/lib"]
+    setup(
+        name="brokerlab-native",
+        ext_modules=mypycify(["--config-file", config, *paths], opt_level="3", target_dir=work),
+        script_args=["build_ext", "--build-temp", work + "/temp", *place],
+    )
+"""
+
+
+class NativeBuildHook(BuildHookInterface):  # type: ignore[type-arg]
+    PLUGIN_NAME = "custom"
+
+    def initialize(self, version: str, build_data: dict[str, Any]) -> None:
+        root = Path(self.root)
+        native = runpy.run_path(str(root / "framework" / "brokerlab" / "_native.py"))
+        roots = {"brokerlab": root / "framework", "brokerlab_plugins": root / "plugins"}
+        modules: tuple[str, ...] = native["COMPILED"]
+        in_place = version == "editable"
+        if in_place:
+            _remove_compiled(roots, native["MANIFEST"])  # an earlier build's, whatever comes next
+        if os.environ.get("BROKERLAB_PURE_PYTHON", "0") not in ("", "0"):
+            self.app.display_info("brokerlab: BROKERLAB_PURE_PYTHON is set, nothing compiled")
+            return
+        build_lib = "" if in_place else tempfile.mkdtemp(prefix="brokerlab-native-")
+        failed = self._compile(roots, modules, build_lib, native["source_path"])
+        if failed:
+            self.app.display_warning(
+                "brokerlab: compiling with mypyc failed; nothing is compiled, all runs as plain "
+                f"Python (same results, slower). The compiler said:\n{failed}"
+            )
+            _remove_compiled(roots, native["MANIFEST"])
+            return
+        # The record of what was compiled goes where the compiled files go.
+        home = roots["brokerlab"] if in_place else Path(build_lib)
+        manifest = home / "brokerlab" / native["MANIFEST"]
+        manifest.parent.mkdir(parents=True, exist_ok=True)
+        manifest.write_text(json.dumps(native["source_digests"](roots, modules), indent=1))
+        self.app.display_info(f"brokerlab: compiled {len(modules)} modules with mypyc")
+        if in_place:
+            return
+        build_data["pure_python"] = False
+        build_data["infer_tag"] = True
+        for built in Path(build_lib).rglob("*"):
+            if built.is_file():
+                build_data["force_include"][str(built)] = str(built.relative_to(build_lib))
+
+    @staticmethod
+    def _compile(
+        roots: dict[str, Path],
+        modules: tuple[str, ...],
+        build_lib: str,
+        source_path: Callable[[str, dict[str, Path]], Path],
+    ) -> str:
+        """Compile one group per source root, side by side; the failing compiler's last lines.
+
+        Each root's shared library lands in that root, which an editable install has on its path
+        (dev-mode-dirs)."""
+        with tempfile.TemporaryDirectory() as logs:
+            jobs = {}
+            for package, folder in roots.items():
+                paths = [
+                    str(source_path(m, roots).relative_to(folder))
+                    for m in modules
+                    if m.partition(".")[0] == package
+                ]
+                others = os.pathsep.join(str(f) for f in roots.values() if f != folder)
+                with (Path(logs) / package).open("w") as log:
+                    jobs[package] = subprocess.Popen(
+                        [sys.executable, "-c", _COMPILE, build_lib, *paths],
+                        cwd=folder,
+                        env={**os.environ, "MYPYPATH": others},
+                        stdout=log,
+                        stderr=subprocess.STDOUT,
+                    )
+            for package, job in jobs.items():
+                if job.wait():
+                    output = (Path(logs) / package).read_text(errors="replace")
+                    return "\n".join(output.splitlines()[-15:])
+        return ""
+
+
+def _remove_compiled(roots: dict[str, Path], manifest: str) -> None:
+    """Delete what an editable build left in the source tree: half a build must never load
+    beside new sources (the packages hold no other compiled files)."""
+    (roots["brokerlab"] / "brokerlab" / manifest).unlink(missing_ok=True)
+    for package, folder in roots.items():
+        for built in (*folder.glob("*__mypyc.*"), *(folder / package).rglob("*.so")):
+            built.unlink()
