@@ -1,9 +1,9 @@
 """The modules that installs compile with mypyc, and the guard that keeps them honest.
 
-An install compiles the broker model's and the entry caches' hot modules (``hatch_build.py``);
-the sources stay plain Python and are what runs without a C compiler. A compiled module is only
-as new as the build, so this guard routes every module of :data:`COMPILED` back to its ``.py``
-source when
+An install compiles the hot modules of the broker model, the entry caches, the ack-state
+persisters and the baselines (``hatch_build.py``); the sources stay plain Python and are what runs
+without a C compiler. A compiled module is only as new as the build, so this guard routes every
+module of :data:`COMPILED` back to its ``.py`` source when
 
 * ``BROKERLAB_PURE_PYTHON`` is set to anything but ``0`` (to compare or debug), or
 * any of their sources changed since the build (an editable install after an edit), with a
@@ -38,6 +38,7 @@ __all__ = [
     "source_digests",
     "source_path",
     "stale_modules",
+    "summary",
 ]
 
 COMPILED: tuple[str, ...] = (
@@ -49,6 +50,21 @@ COMPILED: tuple[str, ...] = (
     "brokerlab.broker.events",
     "brokerlab.broker.ledger",
     "brokerlab.broker.replay",
+    "brokerlab_plugins.ack_state.cadence",
+    "brokerlab_plugins.ack_state.forms",
+    "brokerlab_plugins.ack_state.lru",
+    "brokerlab_plugins.ack_state.pause",
+    "brokerlab_plugins.ack_state.pip299",
+    "brokerlab_plugins.ack_state.pip81",
+    "brokerlab_plugins.ack_state.range_count",
+    "brokerlab_plugins.ack_state.shapes",
+    "brokerlab_plugins.ack_state.storage",
+    "brokerlab_plugins.ack_state.truncation",
+    "brokerlab_plugins.ack_state.unlimited",
+    "brokerlab_plugins.ack_state.whole_state",
+    "brokerlab_plugins.ack_state.wire_size",
+    "brokerlab_plugins.baselines.disabled_cache",
+    "brokerlab_plugins.baselines.no_delayed_delivery",
     "brokerlab_plugins.cursor_containers.heap",
     "brokerlab_plugins.cursor_containers.sorted_list",
     "brokerlab_plugins.entry_cache_common.backlog",
@@ -115,6 +131,12 @@ def compiled_now() -> list[str]:
         if (module := sys.modules.get(name)) is not None
         and str(getattr(module, "__file__", "")).endswith(suffixes)
     ]
+
+
+def summary() -> str:
+    """One line for benchmark output: how many of the imported listed modules run compiled."""
+    imported = [name for name in COMPILED if name in sys.modules]
+    return f"compiled modules: {len(compiled_now())} of the {len(imported)} imported (mypyc)"
 
 
 class _SourceFinder(importlib.abc.MetaPathFinder):

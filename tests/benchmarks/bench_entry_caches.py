@@ -17,6 +17,9 @@ references, and prints each row's share of both:
 * ``C loop``: its LRU replaying the same trace in its own C loop (``process_trace`` over a
   temporary oracleGeneral file), the speed of the library itself; no Python cache comes near it.
   Its miss ratio is checked against the per-request run's hit ratio.
+
+The broker caches run compiled when the install compiled them (README; the last line says how
+many modules did); ``BROKERLAB_PURE_PYTHON=1`` measures their Python sources.
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ sys.path[:0] = [str(ROOT / "framework"), str(ROOT / "plugins")]
 import numpy as np  # noqa: E402
 import numpy.typing as npt  # noqa: E402
 
+from brokerlab import _native  # noqa: E402
 from brokerlab.broker.events import EventLoop  # noqa: E402
 from brokerlab.profiles.model import BrokerSettings  # noqa: E402
 from brokerlab.protocols import EntryCache, PluginContext, TimerHandle  # noqa: E402
@@ -309,6 +313,7 @@ def main() -> None:
         rows["legacy"] = broker_cache("legacy")
         results = replay_interleaved(rows, trace)
     print_table(results)
+    print(f"  {_native.summary()}")
 
 
 if __name__ == "__main__":
