@@ -1,9 +1,10 @@
-"""Build hook: compiles the entry caches' hot modules with mypyc, when the machine can.
+"""Build hook: compiles the hot modules of the broker model and the built-in plugins with mypyc,
+when the machine can.
 
-The list is ``COMPILED`` in ``plugins/brokerlab_plugins/_native.py``. An editable install
-compiles them in place, beside their sources; a wheel carries the compiled files instead. Either
-way the build records a digest of each source (``_native.MANIFEST``), which lets the package
-notice a source edited after the build and run the sources instead (see ``_native``).
+The list is ``COMPILED`` in ``framework/brokerlab/_native.py``. An editable install compiles them
+in place, beside their sources; a wheel carries the compiled files instead. Either way the build
+records a digest of each source (``_native.MANIFEST``), which lets the package notice a source
+edited after the build and run the sources instead (see ``_native``).
 
 Compiling is an optimisation, never a requirement: set ``BROKERLAB_PURE_PYTHON=1`` to skip it,
 and when it fails (no C compiler, no Python headers) the build warns and goes on without it.
@@ -69,7 +70,8 @@ class NativeBuildHook(BuildHookInterface):  # type: ignore[type-arg]
                 "brokerlab: compiling with mypyc failed; nothing is compiled, all runs as plain "
                 f"Python (same results, slower). The compiler said:\n{failed}"
             )
-            _remove_compiled(roots, native["MANIFEST"])
+            if in_place:
+                _remove_compiled(roots, native["MANIFEST"])
             return
         # The record of what was compiled goes where the compiled files go.
         home = roots["brokerlab"] if in_place else Path(build_lib)
@@ -113,11 +115,11 @@ class NativeBuildHook(BuildHookInterface):  # type: ignore[type-arg]
                         stdout=log,
                         stderr=subprocess.STDOUT,
                     )
-            for package, job in jobs.items():
-                if job.wait():
-                    output = (Path(logs) / package).read_text(errors="replace")
-                    return "\n".join(output.splitlines()[-15:])
-        return ""
+            failed = [package for package, job in jobs.items() if job.wait()]  # wait for both
+            if not failed:
+                return ""
+            output = (Path(logs) / failed[0]).read_text(errors="replace")
+            return "\n".join(output.splitlines()[-15:])
 
 
 def _remove_compiled(roots: dict[str, Path], manifest: str) -> None:
