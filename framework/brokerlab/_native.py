@@ -32,6 +32,7 @@ from types import ModuleType
 __all__ = [
     "COMPILED",
     "MANIFEST",
+    "build_state",
     "compiled_now",
     "install_guard",
     "installed_roots",
@@ -87,6 +88,8 @@ MANIFEST = "_native_build.json"
 
 PURE_PYTHON_VARIABLE = "BROKERLAB_PURE_PYTHON"
 
+_routed_to_sources = ""  # why install_guard sent the listed modules to their sources, if it did
+
 Roots = Mapping[str, Path]
 """Top-level package name -> the folder that holds it."""
 
@@ -133,6 +136,15 @@ def compiled_now() -> list[str]:
     ]
 
 
+def build_state() -> str:
+    """How this process runs the listed modules, for ``brokerlab --version``."""
+    if _routed_to_sources:
+        return f"{len(COMPILED)} hot modules run from source: {_routed_to_sources}"
+    if Path(__file__).with_name(MANIFEST).exists():
+        return f"{len(COMPILED)} hot modules compiled with mypyc"
+    return "not compiled: the hot modules run from source"
+
+
 def summary() -> str:
     """One line for benchmark output: how many of the imported listed modules run compiled."""
     imported = [name for name in COMPILED if name in sys.modules]
@@ -156,12 +168,14 @@ def install_guard() -> bool:
 
     Called first thing by ``brokerlab/__init__.py``, before any of them can have been imported.
     """
+    global _routed_to_sources
     if any(isinstance(finder, _SourceFinder) for finder in sys.meta_path):
         return True
     asked = os.environ.get(PURE_PYTHON_VARIABLE, "0") not in ("", "0")
     stale = [] if asked else stale_modules(installed_roots(), Path(__file__).with_name(MANIFEST))
     if not asked and not stale:
         return False
+    _routed_to_sources = f"{PURE_PYTHON_VARIABLE} is set" if asked else "edited since the build"
     if stale:
         warnings.warn(
             f"brokerlab: {', '.join(stale)} changed since the install compiled it; running all "

@@ -19,6 +19,7 @@ from typing import Any, TextIO
 
 from brokerlab import __version__
 from brokerlab._api import load_profile, make_host
+from brokerlab._native import build_state
 from brokerlab.errors import BrokerlabError, WorkloadError
 from brokerlab.files import atomic_path
 from brokerlab.host import EXTENSION_POINTS, PluginHost
@@ -49,7 +50,9 @@ def _build_parser() -> argparse.ArgumentParser:
         description="Evaluate broker storage-layer strategies (Pulsar PIPs, Kafka KIPs) "
         "by simulating a broker under workloads.",
     )
-    parser.add_argument("--version", action="version", version=f"brokerlab {__version__}")
+    parser.add_argument(
+        "--version", action="version", version=f"brokerlab {__version__} ({build_state()})"
+    )
     parser.add_argument(
         "-p",
         dest="modules",

@@ -80,10 +80,15 @@ def test_stale_modules_names_exactly_the_edited_sources(tmp_path: Path) -> None:
     assert stale_modules(roots, manifest) == [modules[1]]
 
 
+VERSION = "import sys, brokerlab.cli as c\nsys.exit(c.main(['--version']))\n"
+
+
 def test_pure_python_runs_every_listed_module_from_its_source() -> None:
     result = python(PROBE, pure=True)
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout) == []
+    version = python(VERSION, pure=True).stdout
+    assert f"{len(COMPILED)} hot modules run from source: BROKERLAB_PURE_PYTHON is set" in version
 
 
 @needs_build
@@ -93,6 +98,9 @@ def test_a_build_loads_every_listed_module_compiled() -> None:
     assert result.returncode == 0, result.stderr
     assert sorted(json.loads(result.stdout)) == sorted(COMPILED)
     assert "RuntimeWarning" not in result.stderr
+    assert (
+        f"({len(COMPILED)} hot modules compiled with mypyc)" in python(VERSION, pure=False).stdout
+    )
 
 
 @needs_build
@@ -113,6 +121,8 @@ def test_an_edited_source_sends_every_module_back_to_the_sources(tmp_path: Path)
     assert "brokerlab_plugins.pip430_cache.queue changed since the install compiled it" in (
         result.stderr
     )
+    version = python(VERSION, pure=False, path=[framework, plugins]).stdout
+    assert "hot modules run from source: edited since the build" in version
 
 
 def short(workload: str, tmp_path: Path, **values: int) -> Path:
