@@ -110,19 +110,31 @@ def source_path(module: str, roots: Roots) -> Path:
     return root.joinpath(*module.split(".")).with_suffix(".py")
 
 
+def _digest(module: str, roots: Roots) -> str:
+    """sha256 of ``module``'s source; empty when it is gone (a file renamed since the build)."""
+    try:
+        return hashlib.sha256(source_path(module, roots).read_bytes()).hexdigest()
+    except (OSError, KeyError):
+        return ""
+
+
 def source_digests(roots: Roots, modules: Sequence[str] = COMPILED) -> dict[str, str]:
     """``{module: sha256 of its source}``: what a build records and the guard compares."""
-    return {m: hashlib.sha256(source_path(m, roots).read_bytes()).hexdigest() for m in modules}
+    return {module: _digest(module, roots) for module in modules}
 
 
 def stale_modules(roots: Roots, manifest: Path) -> list[str]:
-    """Modules whose source differs from the one the build compiled (none without a build)."""
+    """Modules whose source differs from the one the build compiled (none without a build).
+
+    An unreadable record counts every listed module as stale: the sources are always safe.
+    """
     try:
         built: dict[str, str] = json.loads(manifest.read_text(encoding="utf-8"))
     except FileNotFoundError:
         return []
-    current = source_digests(roots, tuple(built))
-    return sorted(m for m, digest in built.items() if current[m] != digest)
+    except (OSError, ValueError):
+        return list(COMPILED)
+    return sorted(module for module, digest in built.items() if _digest(module, roots) != digest)
 
 
 def compiled_now() -> list[str]:

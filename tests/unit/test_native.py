@@ -78,6 +78,10 @@ def test_stale_modules_names_exactly_the_edited_sources(tmp_path: Path) -> None:
     queue = source_path(modules[1], roots)
     queue.write_text(queue.read_text() + "x = 1\n")
     assert stale_modules(roots, manifest) == [modules[1]]
+    source_path(modules[0], roots).unlink()  # renamed away since the build
+    assert stale_modules(roots, manifest) == list(modules)
+    manifest.write_text("{not json")
+    assert stale_modules(roots, manifest) == list(COMPILED)
 
 
 VERSION = "import sys, brokerlab.cli as c\nsys.exit(c.main(['--version']))\n"
