@@ -216,13 +216,9 @@ class Pip430EntryCache:
         self._add_expected_reads(topic, position, 1)
 
     def _add_expected_reads(self, topic: str, position: Position, delta: int) -> None:
-        state = self._topics.get(topic)
-        ledger = None if state is None else state.ledgers.get(position[0])
-        entry = None if ledger is None else ledger.get(position[1])
-        if entry is not None:
-            reads = entry.expected_reads
-            if reads is not None:
-                entry.expected_reads = reads + delta
+        entry = self.entry(topic, position)
+        if entry is not None and entry.expected_reads is not None:
+            entry.expected_reads += delta
 
     # ---- eviction -------------------------------------------------------------------------------
 
