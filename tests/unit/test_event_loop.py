@@ -144,3 +144,37 @@ def test_run_until_before_now_runs_nothing() -> None:
     assert ran == [] and loop.now_ns() == 100
     loop.run_until(100)
     assert ran == [1]
+
+
+def test_a_raising_callback_leaves_the_rest_of_its_instant_scheduled() -> None:
+    loop = EventLoop()
+    ran: list[str] = []
+
+    def fail() -> None:
+        ran.append("b")
+        raise RuntimeError("boom")
+
+    loop.at(10, lambda: ran.append("a"))
+    loop.at(10, fail)
+    loop.at(10, lambda: ran.append("c"))
+    loop.call_at(10, lambda: ran.append("d"))
+    loop.at(20, lambda: ran.append("e"))
+    with pytest.raises(RuntimeError, match="boom"):
+        loop.run_until(30)
+    assert ran == ["a", "b"] and loop.now_ns() == 10
+    loop.run_until(30)
+    assert ran == ["a", "b", "c", "d", "e"] and loop.now_ns() == 30
+
+
+def test_run_until_with_nothing_due_only_moves_the_clock() -> None:
+    loop = EventLoop()
+    ran: list[int] = []
+    loop.at(100, lambda: ran.append(loop.now_ns()))
+    for end in (10, 20, 20, 99):
+        loop.run_until(end)
+        assert loop.now_ns() == end and ran == []
+    assert loop.events_run == 0
+    loop.at(99, lambda: ran.append(-loop.now_ns()))  # the current instant: runs on the next call
+    loop.run_until(99)
+    loop.run_until(100)
+    assert ran == [-99, 100] and loop.events_run == 2

@@ -6,20 +6,22 @@ import heapq
 from collections import deque
 from collections.abc import Callable
 
-__all__ = ["EPOCH_MS", "EventLoop", "Timer"]
+__all__ = ["EPOCH_MS", "Callback", "EventLoop", "Timer"]
 
 # Epoch time at simulated time zero; fixed so that runs do not depend on the wall clock.
 EPOCH_MS = 1_700_000_000_000
-# Bits of a heap key below the time: room for 2**48 scheduled callbacks per run.
-SEQ_BITS = 48
+
+Callback = Callable[[], None]
 
 
 class Timer:
-    """A scheduled callback's handle; ``cancel()`` makes the loop skip it."""
+    """A cancellable scheduled callback (``call_at``'s handle); ``cancel()`` makes the loop skip
+    it. The loop schedules the handle itself, so only cancellable callbacks carry one."""
 
-    __slots__ = ("cancelled",)
+    __slots__ = ("callback", "cancelled")
 
-    def __init__(self) -> None:
+    def __init__(self, callback: Callback) -> None:
+        self.callback = callback
         self.cancelled = False
 
     def cancel(self) -> None:
@@ -27,7 +29,7 @@ class Timer:
 
 
 class EventLoop:
-    """Virtual clock plus a heap of timers; satisfies the ``Clock`` and ``Scheduler`` protocols.
+    """Virtual clock plus a queue of callbacks; satisfies the ``Clock`` and ``Scheduler`` protocols.
 
     Callbacks scheduled for the same instant run in the order they were scheduled, which together
     with seeded random streams makes every run a pure function of its inputs.
@@ -35,27 +37,25 @@ class EventLoop:
     Two structures keep that order cheaply (a run with 10,000 topics keeps 10,000 publish events
     in flight and runs two events per message):
 
-    * The heap holds plain ints, ``time << SEQ_BITS | sequence``, which order exactly as the pairs
-      ``(time, sequence)`` do and compare faster than tuples; the callbacks wait in a dict under
-      the same key.
-    * A callback scheduled for the current instant (or the past) skips the heap and goes to a
-      FIFO: everything the heap holds for this instant was scheduled before the clock got here, so
-      it runs first, and the FIFO keeps the rest in scheduling order. The broker model schedules
-      one such callback per dispatch (a consumer starting on what it was given).
+    * A heap of the future instants that have callbacks, each instant once, and per instant a
+      list of its callbacks in scheduling order. Instants are nanoseconds, which stay machine
+      integers when compiled (a run would need 146 years to leave them), so the heap compares
+      them without allocating.
+    * A callback scheduled for the current instant (or the past) goes to a FIFO instead:
+      everything the heap holds for this instant was scheduled before the clock got here, so it
+      runs first, and the FIFO keeps the rest in scheduling order. The broker model schedules one
+      such callback per dispatch (a consumer starting on what it was given).
     """
 
-    __slots__ = ("_callbacks", "_heap", "_now", "_seq", "_soon", "_timers", "events_run")
+    __slots__ = ("_at", "_instants", "_now", "_soon", "events_run")
 
     def __init__(self) -> None:
         self._now = 0
-        self._seq = 0
-        # Keys ``time << SEQ_BITS | sequence`` of future callbacks; the sequence breaks ties in
-        # scheduling order. Only heap entries need one: the FIFO is in scheduling order already.
-        self._heap: list[int] = []
-        self._callbacks: dict[int, Callable[[], None]] = {}
-        self._timers: dict[int, Timer] = {}  # the cancellable ones (call_at), by key
+        self._instants: list[int] = []  # heap of the future instants in ``_at``
+        # Instant -> its callbacks (a cancellable one as its Timer) in scheduling order.
+        self._at: dict[int, list[Callback | Timer]] = {}
         # Callbacks due at ``_now`` that were scheduled at ``_now``, in scheduling order.
-        self._soon: deque[tuple[Callable[[], None], Timer | None]] = deque()
+        self._soon: deque[Callback | Timer] = deque()
         self.events_run = 0
 
     def now_ns(self) -> int:
@@ -64,31 +64,32 @@ class EventLoop:
     def now_ms(self) -> int:
         return EPOCH_MS + self._now // 1_000_000
 
-    def call_at(self, when_ns: int, callback: Callable[[], None]) -> Timer:
+    def call_at(self, when_ns: int, callback: Callback) -> Timer:
         """Schedule ``callback``; the returned handle can cancel it (the plugin-facing form)."""
-        timer = Timer()
-        if when_ns <= self._now:
-            self._soon.append((callback, timer))
-        else:
-            self.at(when_ns, callback)
-            self._timers[when_ns << SEQ_BITS | self._seq] = timer  # the key at() just used
+        timer = Timer(callback)
+        self._schedule(when_ns, timer)
         return timer
 
-    def at(self, when_ns: int, callback: Callable[[], None]) -> None:
+    def at(self, when_ns: int, callback: Callback) -> None:
         """Schedule ``callback`` with no handle: the broker model's cheaper form."""
+        self._schedule(when_ns, callback)
+
+    def _schedule(self, when_ns: int, item: Callback | Timer) -> None:
         if when_ns <= self._now:
-            self._soon.append((callback, None))
+            self._soon.append(item)
+            return
+        waiting = self._at.get(when_ns)
+        if waiting is None:
+            self._at[when_ns] = [item]
+            heapq.heappush(self._instants, when_ns)
         else:
-            self._seq += 1
-            key = when_ns << SEQ_BITS | self._seq
-            self._callbacks[key] = callback
-            heapq.heappush(self._heap, key)
+            waiting.append(item)
 
-    def soon(self, callback: Callable[[], None]) -> None:
+    def soon(self, callback: Callback) -> None:
         """Schedule ``callback`` at the current instant, after everything already due now."""
-        self._soon.append((callback, None))
+        self._soon.append(callback)
 
-    def call_every(self, first_ns: int, period_ns: int, callback: Callable[[], None]) -> None:
+    def call_every(self, first_ns: int, period_ns: int, callback: Callback) -> None:
         """Run ``callback`` at ``first_ns`` and then every ``period_ns`` (fixed delay)."""
 
         def tick() -> None:
@@ -99,49 +100,53 @@ class EventLoop:
 
     def run_until(self, end_ns: int, progress: Callable[[int], None] | None = None) -> None:
         """Run every callback due up to ``end_ns`` (inclusive), then set the clock to ``end_ns``."""
-        heap = self._heap
+        instants = self._instants
         soon = self._soon
-        pop = heapq.heappop
-        popleft = soon.popleft
-        take = self._callbacks.pop
-        timers = self._timers
-        step = max(1, end_ns // 100)
+        if not soon and (not instants or instants[0] > end_ns):
+            # Nothing due (a trace replay asks before every request): only the clock moves.
+            if end_ns > self._now:
+                self._now = end_ns
+            return
+        at = self._at
         now = self._now
+        step = max(1, end_ns // 100)
         # Without a progress callback the next report is due after the last instant this run
         # can reach, so one comparison per callback serves both cases.
         next_report = step if progress is not None else max(now, end_ns) + 1
         report = progress or _unreachable
         events = self.events_run
-        # Keys below ``end_key`` are due by ``end_ns``; keys below ``due`` are due ``now``. Only
-        # this loop moves the clock, so both stay valid until it does.
-        end_key = (end_ns + 1) << SEQ_BITS
-        due = (now + 1) << SEQ_BITS
+        batch: list[Callback | Timer] = []  # the callbacks of instant ``now`` from the heap
+        index = 0
         try:
             while True:
-                if heap and heap[0] < due:
+                if index < len(batch):
                     # Scheduled before the clock reached ``now``: ahead of the FIFO.
-                    key = pop(heap)
-                    callback = take(key)
-                    timer = timers.pop(key, None) if timers else None
+                    item = batch[index]
+                    index += 1
                 elif soon and now <= end_ns:
-                    callback, timer = popleft()
-                elif heap and heap[0] < end_key:
-                    key = pop(heap)
-                    callback = take(key)
-                    timer = timers.pop(key, None) if timers else None
-                    self._now = now = key >> SEQ_BITS
-                    due = (now + 1) << SEQ_BITS
+                    item = soon.popleft()
+                elif instants and instants[0] <= end_ns:
+                    self._now = now = heapq.heappop(instants)
+                    batch = at.pop(now)
+                    index = 0
+                    continue
                 else:
                     break
-                if timer is not None and timer.cancelled:
-                    continue
+                if isinstance(item, Timer):
+                    if item.cancelled:
+                        continue
+                    item = item.callback
                 events += 1
-                callback()
+                item()
                 if now >= next_report:
                     report(now)
                     next_report = now + step
         finally:
             self.events_run = events
+            if index < len(batch):
+                # A callback raised: what remains of its instant stays scheduled.
+                at[now] = batch[index:]
+                heapq.heappush(instants, now)
         self._now = max(self._now, end_ns)
 
 
