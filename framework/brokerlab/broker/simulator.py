@@ -15,6 +15,7 @@ from brokerlab.broker.broker import Broker, BrokerPlugins, BrokerTuning
 from brokerlab.broker.events import EventLoop
 from brokerlab.broker.streams import stream
 from brokerlab.errors import PluginError
+from brokerlab.gc_policy import new_objects_only
 from brokerlab.hookspecs import hookimpl
 from brokerlab.metrics import METRICS, metrics_of
 from brokerlab.protocols import (
@@ -58,7 +59,8 @@ def run_pulsar(request: SimulationRequest) -> SimulationOutput:
     end = broker.end_ns
     progress = request.progress
     report = None if progress is None else (lambda now: progress(now / end if end else 1.0))
-    loop.run_until(end, report)
+    with new_objects_only():
+        loop.run_until(end, report)
     metrics = _collect(broker)
     plugins.tracker_factory.close()
     return SimulationOutput(metrics=metrics, plugins=choices.names(), events=loop.events_run)
