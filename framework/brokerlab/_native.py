@@ -77,6 +77,7 @@ COMPILED: tuple[str, ...] = (
     "brokerlab_plugins.legacy_cache.policy",
     "brokerlab_plugins.pip430_cache.cache",
     "brokerlab_plugins.pip430_cache.entry",
+    "brokerlab_plugins.pip430_cache.predicates",
     "brokerlab_plugins.pip430_cache.queue",
 )
 """Dotted names of the modules a build compiles: ``brokerlab`` ones live under ``framework/`` in

@@ -224,7 +224,9 @@ class EvictionPredicate(Protocol):
     let a predicate keep its own state (frequency bits, ghost entries); they must be cheap.
     """
 
-    name: str
+    @property
+    def name(self) -> str:
+        """The name the queue's requeue counters go by; a class attribute satisfies it."""
 
     def decide(
         self, entry: CachedEntryView, kind: EvictionPass, threshold_ns: int

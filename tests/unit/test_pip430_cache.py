@@ -703,3 +703,75 @@ def test_differential_libcachesim_fifo(limit: int) -> None:
         request = lcs.Request(obj_size=1, obj_id=obj + 1)
         expected += bool(oracle.get(request))
     assert pip430_hits(TRACE, limit) == expected
+
+
+# ---- differential: only recently-accessed = FIFO with a second chance ---------------------------
+
+
+def second_chance_hits(trace: Sequence[int], limits: CacheLimits) -> int:
+    """The reference: a FIFO whose head, when read since it was queued, goes to the tail once
+    with its mark cleared; above the trigger it frees down to the watermark (unit sizes)."""
+    order: deque[int] = deque()
+    accessed: dict[int, bool] = {}
+    hit_count = 0
+    for obj in trace:
+        if obj in accessed:
+            accessed[obj] = True
+            hit_count += 1
+            continue
+        order.append(obj)
+        accessed[obj] = False
+        if len(order) > limits.trigger:
+            to_free, freed = len(order) - limits.watermark, 0
+            while freed < to_free:
+                head = order.popleft()
+                if accessed[head]:
+                    accessed[head] = False
+                    order.append(head)
+                else:
+                    del accessed[head]
+                    freed += 1
+    return hit_count
+
+
+@pytest.mark.parametrize(("limit", "watermark"), [(50, 0.9), (300, 0.5), (1000, 0.98)])
+def test_differential_second_chance(limit: int, watermark: float) -> None:
+    # 20,000 requests requeue and remove far more than the queue's 1,024 consumed head slots, so
+    # the queue compacts its list many times during the run.
+    limits = CacheLimits.of(limit, watermark, 1000)
+    cache, loop, cursors = make_cache(predicates=(RecentlyAccessedPredicate(),), limits=limits)
+    cursors.add("r", (0, 0))
+    hit_count = 0
+    for obj in TRACE:
+        if cache.read(T, 0, obj, obj, "r"):
+            cache.storage_read(T, 0, [obj], [1], "r")
+            loop.run_until(loop.now_ns())
+        else:
+            hit_count += 1
+    assert hit_count == second_chance_hits(TRACE, limits)
+    assert cache.counters.cache_requeues_accessed > 1024
+    assert len(cache.queue) == len(list(cache.queue)) == cache.size_bytes()
+
+
+def test_a_subclass_of_a_built_in_predicate_decides_and_names_itself() -> None:
+    """Built-in predicates run compiled; a Python subclass still overrides what it redefines."""
+
+    class Renamed(RecentlyAccessedPredicate):
+        name = "renamed"  # its requeues are no longer counted as "accessed"
+
+    class Keeper(RecentlyAccessedPredicate):
+        def decide(self, entry: Any, kind: Any, threshold_ns: int) -> Any:
+            from brokerlab.protocols import EvictionDecision
+
+            return EvictionDecision.STOP
+
+    for predicate, survives, counted in ((RecentlyAccessedPredicate(), True, 1),
+                                         (Renamed(), True, 0), (Keeper(), True, 0)):  # fmt: skip
+        cache, loop, _ = make_cache(predicates=(predicate,))
+        cache.put(T, (0, 0), 1, None)
+        cache.put(T, (0, 1), 1, None)
+        assert hits(cache, 0, 0) == [0]
+        time_pass(cache, loop)
+        assert ((0, 0) in cache.cached(T)) is survives, predicate
+        assert ((0, 1) in cache.cached(T)) is isinstance(predicate, Keeper), predicate
+        assert cache.counters.cache_requeues_accessed == counted, predicate

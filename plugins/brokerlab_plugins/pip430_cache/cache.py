@@ -11,7 +11,6 @@ from typing import Final
 
 from brokerlab.protocols import (
     CursorContainer,
-    EvictionPass,
     PluginContext,
     Position,
     RankedCursorContainer,
@@ -28,21 +27,47 @@ from brokerlab_plugins.pip430_cache.queue import RemovalQueue
 __all__ = ["Pip430EntryCache"]
 
 _MS: Final = 1_000_000
-_TIME: Final = EvictionPass.TIME
 
 
 class _Ledgers:
     """One managed ledger's cache: ledger id -> entry id -> wrapper, plus its cursor state."""
 
-    __slots__ = ("cursors", "had_cursors", "ledgers", "ranked", "window_start_ns")
+    __slots__ = (
+        "cursors",
+        "had_cursors",
+        "last_id",
+        "last_ledger",
+        "ledgers",
+        "ranked",
+        "window_start_ns",
+    )
 
     def __init__(self, cursors: CursorContainer, now_ns: int) -> None:
         self.cursors = cursors
         self.ranked = isinstance(cursors, RankedCursorContainer)
         self.ledgers: dict[int, dict[int, CachedEntry]] = {}
+        # The ledger found last: reads, adds and releases mostly hit one ledger in a row. Until
+        # one is found, ``last_id`` is -1, which the lookup never takes for a ledger id.
+        self.last_id = -1
+        self.last_ledger: dict[int, CachedEntry] = {}
         # The continue-caching window starts when the ledger is loaded (spec §3.5).
         self.window_start_ns = now_ns
         self.had_cursors = len(cursors) > 0
+
+    def ledger(self, ledger_id: int) -> dict[int, CachedEntry] | None:
+        """The entry map of ``ledger_id``, if it has one."""
+        if ledger_id == self.last_id and ledger_id >= 0:
+            return self.last_ledger
+        ledger = self.ledgers.get(ledger_id)
+        if ledger is not None:
+            self.last_id = ledger_id
+            self.last_ledger = ledger
+        return ledger
+
+    def drop_ledger(self, ledger_id: int) -> dict[int, CachedEntry] | None:
+        if ledger_id == self.last_id:
+            self.last_id = -1
+        return self.ledgers.pop(ledger_id, None)
 
     def entries(self) -> Iterator[CachedEntry]:
         for ledger in self.ledgers.values():
@@ -68,37 +93,49 @@ class Pip430EntryCache:
             context.eviction_predicates,
             context.clock,
             self.counters,
-            self._evicted,
             settings.managed_ledger_cache_eviction_extend_ttl_of_entries_with_remaining_expected_reads_max_times,
         )
         self._eviction = AsyncEviction(context.clock, context.scheduler)
         self._backlog = BacklogCaching(settings, context.clock)
         self._topics: dict[str, _Ledgers] = {}
-        self._size = 0
+        # The topic looked up last, by identity: the broker passes each topic's own name object.
+        self._last_topic: str | None = None
+        self._last_state: _Ledgers | None = None
 
     # ---- managed ledgers ------------------------------------------------------------------------
 
+    def _state(self, topic: str) -> _Ledgers | None:
+        """The topic's cache state (``None`` when it has no open managed ledger)."""
+        if topic is self._last_topic:
+            return self._last_state
+        state = self._topics.get(topic)
+        self._last_topic = topic
+        self._last_state = state
+        return state
+
     def open_ledger(self, topic: str, cursors: CursorContainer) -> None:
         self._topics[topic] = _Ledgers(cursors, self._clock.now_ns())
+        self._last_topic = None
         self._backlog.open(topic)
 
     def close_ledger(self, topic: str) -> None:
         state = self._topics.pop(topic, None)
+        self._last_topic = None
         self._backlog.close(topic)
         if state is not None:
             count = self._drop(state.entries())
             self.counters.cache_evictions_clear += count
 
     def ledger_deleted(self, topic: str, ledger_id: int) -> None:
-        state = self._topics.get(topic)
-        ledger = None if state is None else state.ledgers.pop(ledger_id, None)
+        state = self._state(topic)
+        ledger = None if state is None else state.drop_ledger(ledger_id)
         if ledger:
             self.counters.cache_evictions_ledger_deleted += self._drop(list(ledger.values()))
 
     def cursors_changed(self, topic: str) -> None:
         # PIP-430 does not invalidate on cursor moves (spec §3.6); it only notes when the last
         # active cursor left, which starts the continue-caching window.
-        state = self._topics.get(topic)
+        state = self._state(topic)
         if state is None:
             return
         has = len(state.cursors) > 0
@@ -110,7 +147,7 @@ class Pip430EntryCache:
 
     def insert(self, topic: str, position: Position, size: int) -> bool:
         """The add path: ``shouldCacheAddedEntry``, then an insert with all active cursors."""
-        state = self._topics.get(topic)
+        state = self._state(topic)
         if state is None:
             return False
         cursors = state.cursors
@@ -126,20 +163,21 @@ class Pip430EntryCache:
 
     def put(self, topic: str, position: Position, size: int, expected_reads: int | None) -> bool:
         """``RangeEntryCacheImpl.insert`` without the add-path gate (tests, trace replay)."""
-        state = self._topics.get(topic)
+        state = self._state(topic)
         return state is not None and self._put(state, position, size, expected_reads)
 
     def _put(self, state: _Ledgers, position: Position, size: int, reads: int | None) -> bool:
         ledger_id, entry_id = position
-        ledger = state.ledgers.get(ledger_id)
+        ledger = state.ledger(ledger_id)
         if ledger is None:
             ledger = state.ledgers[ledger_id] = {}
         elif entry_id in ledger:
             return False  # a duplicate is rejected; the cached entry keeps its count (§2.1)
         entry = CachedEntry(position, size, self._clock.now_ns(), reads, ledger)
         ledger[entry_id] = entry
-        self.queue.add(entry)
-        current = self._size = self._size + size
+        queue = self.queue
+        queue.add(entry)
+        current = queue.size
         counters = self.counters
         counters.cache_inserts += 1
         if current > counters.cache_peak_bytes:
@@ -152,11 +190,11 @@ class Pip430EntryCache:
         return True
 
     def read(self, topic: str, ledger_id: int, first: int, last: int, reader: str) -> list[int]:
-        state = self._topics.get(topic)
+        state = self._state(topic)
         counters = self.counters
         if self._backlog.enabled:
             self._backlog.saw_read(topic, ledger_id, first, last, reader)
-        ledger = None if state is None else state.ledgers.get(ledger_id)
+        ledger = None if state is None else state.ledger(ledger_id)
         if not ledger:
             counters.cache_misses += last - first + 1
             return list(range(first, last + 1))
@@ -193,7 +231,7 @@ class Pip430EntryCache:
         reader: str,
     ) -> None:
         """Insert what a reader read from storage when reads are expected (spec §2.2, §3.2)."""
-        state = self._topics.get(topic)
+        state = self._state(topic)
         if state is None:
             return
         if self._by_read_count and state.ranked:
@@ -229,23 +267,11 @@ class Pip430EntryCache:
 
     def _evict_to_watermark(self) -> None:
         """``doEvictToWatermarkWhenOverThreshold``: re-reads the size when it runs."""
-        current = self._size
+        current = self.queue.size
         if current > self.limits.trigger:
             to_free = current - self.limits.watermark
             if to_free > 0:
                 self.queue.evict_size(to_free)
-
-    def _evicted(self, entry: CachedEntry, kind: EvictionPass) -> None:
-        """The queue removed a live entry."""
-        del entry.owner[entry.position[1]]
-        entry.removed = True
-        self._size -= entry.size
-        if kind is _TIME:
-            self.counters.cache_evictions_time += 1
-        else:
-            self.counters.cache_evictions_size += 1
-        for listener in self.queue.listeners:
-            listener.on_remove(entry)
 
     def _drop(self, entries: Iterator[CachedEntry] | list[CachedEntry]) -> int:
         """Range removal: wrappers stay queued and are dropped later as MISSING (spec §2.3)."""
@@ -257,14 +283,14 @@ class Pip430EntryCache:
             freed += entry.size
             for listener in listeners:
                 listener.on_remove(entry)
-        self._size -= freed
+        self.queue.size -= freed
         return count
 
     def remove_range(
         self, topic: str, first: Position, last: Position, *, last_inclusive: bool
     ) -> tuple[int, int]:
         """``RangeCache.removeRange``: (entries, bytes) removed; counted as invalidations."""
-        state = self._topics.get(topic)
+        state = self._state(topic)
         if state is None:
             return 0, 0
         doomed: list[CachedEntry] = []
@@ -283,15 +309,15 @@ class Pip430EntryCache:
 
     def entry(self, topic: str, position: Position) -> CachedEntry | None:
         """The cached wrapper at ``position``, if any (no access is recorded)."""
-        state = self._topics.get(topic)
+        state = self._state(topic)
         if state is None:
             return None
-        ledger = state.ledgers.get(position[0])
+        ledger = state.ledger(position[0])
         return None if ledger is None else ledger.get(position[1])
 
     def cached(self, topic: str) -> dict[Position, int]:
         """Position -> size of everything ``topic`` has cached (tests and reports)."""
-        state = self._topics.get(topic)
+        state = self._state(topic)
         return {} if state is None else {e.position: e.size for e in state.entries()}
 
     def non_evictable(self, *, pulsar_definition: bool = False) -> tuple[int, int]:
@@ -310,7 +336,7 @@ class Pip430EntryCache:
         return count, size
 
     def size_bytes(self) -> int:
-        return self._size
+        return self.queue.size
 
     def stats(self) -> Mapping[str, float]:
         stats = self.counters.as_stats()

@@ -8,7 +8,9 @@ pass, any entry in a size pass.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
+
+from mypy_extensions import mypyc_attr
 
 from brokerlab.protocols import CachedEntryView, EvictionDecision, EvictionPass
 
@@ -18,13 +20,20 @@ _REQUEUE = EvictionDecision.REQUEUE
 _TIME = EvictionPass.TIME
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class StatelessPredicate:
     """A predicate whose ``on_*`` notifications do nothing.
 
-    The queue skips notifying predicates of this type, which keeps inserts and reads cheap.
+    The queue skips notifying predicates of this type, which keeps inserts and reads cheap, and
+    calls their ``decide`` directly when compiled.
     """
 
-    name = "stateless"
+    name: ClassVar[str] = "stateless"
+
+    def decide(
+        self, entry: CachedEntryView, kind: EvictionPass, threshold_ns: int
+    ) -> EvictionDecision | None:
+        return None  # abstains; a subclass decides
 
     def on_insert(self, entry: CachedEntryView) -> None:
         return None
@@ -36,11 +45,12 @@ class StatelessPredicate:
         return None
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class RecentlyAccessedPredicate(StatelessPredicate):
     """``managedLedgerCacheEvictionExtendTTLOfRecentlyAccessed``: requeue an entry read since it
     was (re)queued. This reason has no cap; the requeue clears ``accessed``."""
 
-    name = "recently-accessed"
+    name: ClassVar[str] = "recently-accessed"
 
     def decide(
         self, entry: CachedEntryView, kind: EvictionPass, threshold_ns: int
@@ -52,11 +62,12 @@ class RecentlyAccessedPredicate(StatelessPredicate):
         return _REQUEUE
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class ExpectedReadsPredicate(StatelessPredicate):
     """``cacheEvictionByExpectedReadCount``: requeue an entry with ``expected_reads >= 1`` while
     its ``requeue_count`` (shared with access requeues) is below the configured maximum."""
 
-    name = "expected-reads"
+    name: ClassVar[str] = "expected-reads"
 
     def __init__(self, max_requeues: int) -> None:
         self.max_requeues = max_requeues

@@ -9,13 +9,13 @@ A pass looks at the head and classifies it:
 
 A size pass STOPs once it has freed enough bytes (checked after MISSING, before the predicates).
 REQUEUE restamps the entry with the current time, clears ``accessed``, adds one to
-``requeue_count`` and moves it to the tail.
+``requeue_count`` and moves it to the tail. REMOVE takes the entry out of its ledger's entry map
+(``owner``) and out of the queue's byte count, the cache's size.
 """
 
 from __future__ import annotations
 
-from collections import deque
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from typing import Final
 
 from brokerlab.protocols import Clock, EvictionDecision, EvictionPass, EvictionPredicate
@@ -41,24 +41,28 @@ _REQUEUE_COUNTERS = {
 _COUNTER_NAMES: Final = tuple(_REQUEUE_COUNTERS.values())
 _UNATTRIBUTED: Final = len(_COUNTER_NAMES)
 _SLOTS = {reason: slot for slot, reason in enumerate(_REQUEUE_COUNTERS)}
+# Consumed head slots the list keeps before it cuts them off.
+_COMPACT_AFTER: Final = 1024
 
 
 class RemovalQueue:
-    """The global removal queue of a PIP-430 cache manager.
+    """The global removal queue of a PIP-430 cache manager, and the byte count of what it holds.
 
-    ``remove(entry, kind)`` is the manager's callback that takes a live entry out of its ledger
-    cache and updates the size accounting; the queue only decides and keeps the order.
+    ``size`` is the bytes of the live entries: :meth:`add` counts an entry in and a pass's
+    REMOVE counts it out; the manager subtracts what a range removal freed (those wrappers stay
+    queued until a pass drops them as MISSING).
     """
 
     __slots__ = (
         "_chain",
         "_clock",
         "_counters",
+        "_head",
         "_queue",
-        "_remove",
         "_requeue_budget",
         "listeners",
         "predicates",
+        "size",
     )
 
     def __init__(
@@ -66,7 +70,6 @@ class RemovalQueue:
         predicates: Sequence[EvictionPredicate],
         clock: Clock,
         counters: CacheCounters,
-        remove: Callable[[CachedEntry, EvictionPass], None],
         max_requeues: int = 5,
     ) -> None:
         self.predicates = tuple(predicates)
@@ -74,23 +77,31 @@ class RemovalQueue:
         self.listeners = tuple(p for p in self.predicates if not isinstance(p, StatelessPredicate))
         self._clock = clock
         self._counters = counters
-        self._remove = remove
-        self._queue: deque[CachedEntry] = deque()
-        # Each predicate with the slot of its requeue counter, looked up once and not per requeue.
-        self._chain = tuple((p, _SLOTS.get(p.name, _UNATTRIBUTED)) for p in self.predicates)
+        # The queue is ``_queue[_head:]``: a list whose consumed head is cut off now and then,
+        # which compiled code indexes and appends to directly (a deque is a generic object to it).
+        self._queue: list[CachedEntry] = []
+        self._head = 0
+        self.size = 0
+        # Each predicate with the slot of its requeue counter, looked up once and not per requeue,
+        # and itself again when it is a built-in kind, which compiled code calls directly.
+        self._chain = tuple(
+            (p, p if isinstance(p, StatelessPredicate) else None, _SLOTS.get(p.name, _UNATTRIBUTED))
+            for p in self.predicates
+        )
         # With the built-in predicates an entry is requeued at most 1 + max_requeues times in one
         # pass; past that a third-party predicate is looping, and the pass falls back to its rule.
         self._requeue_budget = max_requeues + 2
 
     def __len__(self) -> int:
-        return len(self._queue)
+        return len(self._queue) - self._head
 
     def __iter__(self) -> Iterator[CachedEntry]:
-        return iter(self._queue)
+        return iter(self._queue[self._head :])
 
     def add(self, entry: CachedEntry) -> None:
-        """Queue an entry at the tail."""
+        """Queue an entry at the tail and count its bytes."""
         self._queue.append(entry)
+        self.size += entry.size
         for listener in self.listeners:
             listener.on_insert(entry)
 
@@ -106,19 +117,20 @@ class RemovalQueue:
 
     def _pass(self, kind: EvictionPass, threshold_ns: int, size_to_free: int) -> tuple[int, int]:
         queue = self._queue
+        head = self._head
         counters = self._counters
         chain = self._chain
         size_pass = kind is _SIZE
         now = self._clock.now_ns()
-        budget = start_budget = len(queue) * self._requeue_budget
+        budget = start_budget = (len(queue) - head) * self._requeue_budget
         requeues = [0] * (_UNATTRIBUTED + 1)
         removed = removed_bytes = visited = 0
         try:
-            while queue:
-                entry = queue[0]
+            while head < len(queue):
+                entry = queue[head]
                 visited += 1
                 if entry.removed:
-                    queue.popleft()  # MISSING
+                    head += 1  # MISSING
                     continue
                 if size_pass and removed_bytes >= size_to_free:
                     break
@@ -126,8 +138,11 @@ class RemovalQueue:
                 decision: EvictionDecision | None = None
                 slot = _UNATTRIBUTED
                 if budget > 0:
-                    for predicate, predicate_slot in chain:
-                        decision = predicate.decide(entry, kind, threshold_ns)
+                    for predicate, built_in, predicate_slot in chain:
+                        if built_in is not None:
+                            decision = built_in.decide(entry, kind, threshold_ns)
+                        else:
+                            decision = predicate.decide(entry, kind, threshold_ns)
                         if decision is not None:
                             slot = predicate_slot
                             break
@@ -139,7 +154,7 @@ class RemovalQueue:
                     decision = _REMOVE
                 elif decision is _STOP:
                     break
-                queue.popleft()
+                head += 1
                 if decision is _REQUEUE:
                     budget -= 1
                     entry.timestamp_ns = now
@@ -152,10 +167,26 @@ class RemovalQueue:
                     # size accounting stays right (MISSING proper belongs to the queue).
                     removed += 1
                     removed_bytes += entry.size
-                    self._remove(entry, kind)
+                    self._take(entry, kind)
         finally:
+            if head > _COMPACT_AFTER and 2 * head > len(queue):
+                del queue[:head]  # amortised: at most one copy per entry consumed
+                head = 0
+            self._head = head
             counters.cache_eviction_work += visited
             if budget < start_budget:  # every requeue spent one unit of the budget
                 for name, count in zip(_COUNTER_NAMES, requeues, strict=False):
                     setattr(counters, name, getattr(counters, name) + count)
         return removed, removed_bytes
+
+    def _take(self, entry: CachedEntry, kind: EvictionPass) -> None:
+        """REMOVE a live entry: out of its ledger's map and the byte count, counted by pass."""
+        del entry.owner[entry.position[1]]
+        entry.removed = True
+        self.size -= entry.size
+        if kind is _TIME:
+            self._counters.cache_evictions_time += 1
+        else:
+            self._counters.cache_evictions_size += 1
+        for listener in self.listeners:
+            listener.on_remove(entry)
