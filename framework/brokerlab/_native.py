@@ -66,6 +66,7 @@ COMPILED: tuple[str, ...] = (
     "brokerlab_plugins.ack_state.wire_size",
     "brokerlab_plugins.baselines.disabled_cache",
     "brokerlab_plugins.baselines.no_delayed_delivery",
+    "brokerlab_plugins.cache_trace.replay",
     "brokerlab_plugins.cursor_containers.heap",
     "brokerlab_plugins.cursor_containers.sorted_list",
     "brokerlab_plugins.entry_cache_common.backlog",

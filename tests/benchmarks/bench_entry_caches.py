@@ -7,19 +7,20 @@ reference machine; ``--requests 1000000`` takes about ten seconds, and the rates
 the length once the cache is warm). libCacheSim is a dev-only (GPL) oracle.
 
 (b) replays the trace through every row in turns of 100,000 requests and times each row in CPU
-time, so that the ratios between rows hold on a shared machine. It has two libCacheSim
+time, so that the ratios between rows hold on a shared machine. The broker caches are driven
+from Python as a dispatcher calls them: per request one ``read``, on a miss one ``storage_read``,
+then ``released``. A last row replays the trace through the pip430 cache with brokerlab's own
+(compiled) trace replay, which a ``cache-trace`` workload runs. It has two libCacheSim
 references, and prints each row's share of both:
 
 * ``per request``: its LRU driven from Python, one ``cache.get`` per request, as the broker caches
-  are driven (one ``read``, on a miss one ``storage_read``, then ``released``, as a dispatcher and
-  the trace replay call them). This is the like-for-like reference: both sides pay the
-  interpreter's per-request cost.
+  are: both sides pay the interpreter's per-request cost.
 * ``C loop``: its LRU replaying the same trace in its own C loop (``process_trace`` over a
-  temporary oracleGeneral file), the speed of the library itself; no Python cache comes near it.
-  Its miss ratio is checked against the per-request run's hit ratio.
+  temporary oracleGeneral file), the speed of the library itself. This is the reference of
+  issue #4's target (a quarter of it); its miss ratio is checked against the per-request run's.
 
-The broker caches run compiled when the install compiled them (README; the last line says how
-many modules did); ``BROKERLAB_PURE_PYTHON=1`` measures their Python sources.
+The broker caches and the trace replay run compiled when the install compiled them (README; the
+last line says how many modules did); ``BROKERLAB_PURE_PYTHON=1`` measures their Python sources.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path[:0] = [str(ROOT / "framework"), str(ROOT / "plugins")]
@@ -43,6 +44,8 @@ from brokerlab import _native  # noqa: E402
 from brokerlab.broker.events import EventLoop  # noqa: E402
 from brokerlab.profiles.model import BrokerSettings  # noqa: E402
 from brokerlab.protocols import EntryCache, PluginContext, TimerHandle  # noqa: E402
+from brokerlab_plugins.cache_trace.replay import TraceReplay  # noqa: E402
+from brokerlab_plugins.cache_trace.traces import Trace  # noqa: E402
 from brokerlab_plugins.cursor_containers import (  # noqa: E402
     HeapCursorContainer,
     SortedListCursorContainer,
@@ -72,9 +75,10 @@ Factory = Callable[[PluginContext, CacheLimits], Any]
 class NotingScheduler:
     """The event loop as a cache's scheduler, noting that the cache scheduled something.
 
-    (b) runs the loop only after a request scheduled a callback (the asynchronous size eviction),
-    instead of after every miss: the same evictions at the same points of the trace, without
-    charging the caches for polling an empty event loop, which no generic cache does.
+    The per-request rows run the loop only after a request scheduled a callback (the
+    asynchronous size eviction), instead of after every miss: the same evictions at the same
+    points of the trace, without charging the caches for polling an empty event loop, which no
+    generic cache does.
     """
 
     __slots__ = ("loop", "pending")
@@ -144,13 +148,22 @@ def zipf_trace(requests: int) -> npt.NDArray[np.int64]:
     return rng.choice(OBJECTS, size=requests, p=weights / weights.sum())
 
 
-Replay = Callable[[int, list[int]], int]
-"""One row of (b): replays ``segment``, the requests from index ``first`` on; returns its hits."""
+class Segment(NamedTuple):
+    """The requests one row replays in its turn: from index ``first`` on, as a list of Python
+    ints and as the array they came from."""
+
+    first: int
+    requests: list[int]
+    array: npt.NDArray[np.int64]
+
+
+Replay = Callable[[Segment], int]
+"""One row of (b): replays a segment; returns its hits."""
 
 
 def broker_cache(kind: str) -> Replay:
-    """A request as a dispatcher makes it (and as the trace replay does): a one-entry read, on a
-    miss the storage read, then the release of the delivered copy (one expected read consumed)."""
+    """A request as a dispatcher makes it: a one-entry read, on a miss the storage read (which
+    caches the entry with one expected read), then the release of the delivered copy."""
     cache, scheduler, container = build(kind, CacheLimits.of(CAPACITY, 0.9, 1000))
     cursors = container()
     cursors.add("r", (0, 0))
@@ -160,9 +173,9 @@ def broker_cache(kind: str) -> Replay:
     run = scheduler.loop.run_until
     one = [1]
 
-    def replay(first: int, segment: list[int]) -> int:
+    def replay(segment: Segment) -> int:
         hits = 0
-        for obj in segment:
+        for obj in segment.requests:
             if read("t", 0, obj, obj, "r"):
                 storage_read("t", 0, [obj], one, "r")
                 if scheduler.pending:  # a size eviction was triggered: it runs before the next read
@@ -176,12 +189,36 @@ def broker_cache(kind: str) -> Replay:
     return replay
 
 
+def trace_replay(kind: str) -> Replay:
+    """The same requests through brokerlab's own trace replay (what a ``cache-trace`` workload
+    runs): its compiled loop also runs the event loop before every request, records each
+    request's hit and tracks the peak size. The trace has no timestamps (every request at time
+    zero), so nothing expires and only the size limit evicts, as in the other rows."""
+    cache, scheduler, container = build(kind, CacheLimits.of(CAPACITY, 0.9, 1000))
+    replay = TraceReplay(
+        cache,
+        container(),
+        scheduler.loop,
+        eviction_interval_ns=1000 * MS,
+        entries_per_ledger=OBJECTS,
+        admission="storage-read",
+    )
+
+    def run(segment: Segment) -> int:
+        requests = segment.array
+        ones = np.ones(len(requests), dtype=np.int64)
+        trace = Trace(times_ns=np.zeros_like(ones), objects=requests, sizes=ones)
+        return int(replay.run(trace).sum())
+
+    return run
+
+
 def ordered_dict_lru() -> Replay:
     lru: OrderedDict[int, None] = OrderedDict()
 
-    def replay(first: int, segment: list[int]) -> int:
+    def replay(segment: Segment) -> int:
         hits = 0
-        for obj in segment:
+        for obj in segment.requests:
             if obj in lru:
                 lru.move_to_end(obj)
                 hits += 1
@@ -200,9 +237,9 @@ def libcachesim_lru(lcs: Any) -> Replay:
     request = lcs.Request(obj_size=1)
     get = cache.get
 
-    def replay(first: int, segment: list[int]) -> int:
+    def replay(segment: Segment) -> int:
         hits = 0
-        for obj in segment:
+        for obj in segment.requests:
             request.obj_id = obj + 1
             hits += get(request)
         return hits
@@ -226,9 +263,9 @@ def libcachesim_lru_c_loop(lcs: Any, trace: npt.NDArray[np.int64], folder: Path)
     reader = lcs.TraceReader(str(path), trace_type=lcs.TraceType.ORACLE_GENERAL_TRACE)
     cache = lcs.LRU(cache_size=CAPACITY, hashpower=20)
 
-    def replay(first: int, segment: list[int]) -> int:
-        count = len(segment)
-        miss_ratio: float = cache.process_trace(reader, start_req=first, max_req=count)[0]
+    def replay(segment: Segment) -> int:
+        count = len(segment.requests)
+        miss_ratio: float = cache.process_trace(reader, start_req=segment.first, max_req=count)[0]
         return count - round(miss_ratio * count)
 
     return replay
@@ -248,10 +285,11 @@ def replay_interleaved(
     seconds = dict.fromkeys(rows, 0.0)
     hits = dict.fromkeys(rows, 0)
     for first in range(0, len(trace), SEGMENT):
-        segment: list[int] = trace[first : first + SEGMENT].tolist()
+        array = trace[first : first + SEGMENT]
+        segment = Segment(first, array.tolist(), array)
         for name, replay in rows.items():
             start = time.process_time()
-            hits[name] += replay(first, segment)
+            hits[name] += replay(segment)
             seconds[name] += time.process_time() - start
     return {name: (len(trace) / seconds[name], hits[name] / len(trace)) for name in rows}
 
@@ -311,6 +349,7 @@ def main() -> None:
         rows["OrderedDict LRU"] = ordered_dict_lru()
         rows["pip430"] = broker_cache("pip430")
         rows["legacy"] = broker_cache("legacy")
+        rows["pip430, trace replay"] = trace_replay("pip430")
         results = replay_interleaved(rows, trace)
     print_table(results)
     print(f"  {_native.summary()}")

@@ -18,19 +18,20 @@ How a generic cache maps onto a broker cache:
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Literal
+from typing import Final, Literal
 
 import numpy as np
 import numpy.typing as npt
 
 from brokerlab.broker.events import EventLoop
+from brokerlab.gc_policy import new_objects_only
 from brokerlab.protocols import CursorContainer, EntryCache
 from brokerlab_plugins.cache_trace.traces import Trace
 
 __all__ = ["READER", "TOPIC", "TraceReplay"]
 
-TOPIC = "trace"
-READER = "trace-reader"
+TOPIC: Final = "trace"
+READER: Final = "trace-reader"
 
 Admission = Literal["add", "storage-read"]
 
@@ -64,44 +65,36 @@ class TraceReplay:
         """Replay every request of ``trace``; returns whether each one was a hit."""
         cache, run_until = self.cache, self.loop.run_until
         read, released, size_bytes = cache.read, cache.released, cache.size_bytes
-        admit = self._admit()
-        ledgers = (trace.objects // self.entries_per_ledger).tolist()
-        entries = (trace.objects % self.entries_per_ledger).tolist()
-        times, sizes = trace.times_ns.tolist(), trace.sizes.tolist()
+        insert, storage_read = cache.insert, cache.storage_read
+        by_add = self.admission == "add"
+        ledgers: list[int] = (trace.objects // self.entries_per_ledger).tolist()
+        entries: list[int] = (trace.objects % self.entries_per_ledger).tolist()
+        times: list[int] = trace.times_ns.tolist()
+        sizes: list[int] = trace.sizes.tolist()
         total = len(times)
-        hits = bytearray(total)
+        hits = [False] * total
         step = max(1, total // 100)
         peak = self.peak_bytes
-        for i in range(total):
-            # Every request runs what is due first, a size eviction triggered by the previous
-            # request at this same instant included.
-            run_until(times[i])
-            ledger, entry = ledgers[i], entries[i]
-            if read(TOPIC, ledger, entry, entry, READER):
-                admit(ledger, entry, sizes[i])
-                held = size_bytes()
-                if held > peak:
-                    peak = held
-            else:
-                hits[i] = 1
-            released(TOPIC, (ledger, entry))
-            if progress is not None and i % step == 0:
-                progress(i / total)
+        with new_objects_only():
+            for i in range(total):
+                # Every request runs what is due first, a size eviction triggered by the previous
+                # request at this same instant included.
+                run_until(times[i])
+                ledger, entry = ledgers[i], entries[i]
+                if read(TOPIC, ledger, entry, entry, READER):
+                    if by_add:
+                        insert(TOPIC, (ledger, entry), sizes[i])
+                    else:
+                        storage_read(TOPIC, ledger, (entry,), (sizes[i],), READER)
+                    held = size_bytes()
+                    if held > peak:
+                        peak = held
+                else:
+                    hits[i] = True
+                released(TOPIC, (ledger, entry))
+                if progress is not None and i % step == 0:
+                    progress(i / total)
         self.peak_bytes = peak
         if total:
             run_until(times[-1])  # let a last triggered eviction finish
-        return np.frombuffer(bytes(hits), dtype=np.bool_)
-
-    def _admit(self) -> Callable[[int, int, int], None]:
-        cache = self.cache
-        if self.admission == "add":
-
-            def add(ledger: int, entry: int, size: int) -> None:
-                cache.insert(TOPIC, (ledger, entry), size)
-
-            return add
-
-        def storage_read(ledger: int, entry: int, size: int) -> None:
-            cache.storage_read(TOPIC, ledger, (entry,), (size,), READER)
-
-        return storage_read
+        return np.array(hits, dtype=np.bool_)
