@@ -179,6 +179,12 @@ class SortedListCursorContainer:
     def _move(self, old: Position, new: Position) -> _Group:
         order, groups = self._order, self._groups
         old_group = groups[old]
+        if len(order) == 1 and old_group.members == 1:
+            # The only tracked cursor (one subscription per topic): nothing to pass or count.
+            order[0] = new
+            groups.clear()
+            groups[new] = old_group
+            return old_group
         old_index = bisect_left(order, old)
         new_index = bisect_left(order, new)
         new_group = groups.get(new)
