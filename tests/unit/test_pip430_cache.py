@@ -655,9 +655,11 @@ def zipf_trace(n_requests: int, n_objects: int, alpha: float, seed: int) -> list
     return trace
 
 
-def pip430_hits(trace: Sequence[int], limit: int) -> int:
-    """Unit-size entries, watermark 0.98 (= the trigger): PIP-430 keeps the newest ``trigger``."""
-    cache, loop, cursors = make_cache(predicates=(), limits=CacheLimits.of(limit, 0.98, 1000))
+def pip430_hits(
+    trace: Sequence[int], limits: CacheLimits, predicates: Sequence[EvictionPredicate] = ()
+) -> tuple[int, Pip430EntryCache]:
+    """Hits of unit-size entries read by one reader, each miss read from storage; the cache."""
+    cache, loop, cursors = make_cache(predicates=predicates, limits=limits)
     cursors.add("r", (0, 0))
     hit_count = 0
     for obj in trace:
@@ -666,7 +668,12 @@ def pip430_hits(trace: Sequence[int], limit: int) -> int:
             loop.run_until(loop.now_ns())
         else:
             hit_count += 1
-    return hit_count
+    return hit_count, cache
+
+
+def fifo_limits(limit: int) -> CacheLimits:
+    """Watermark 0.98 (= the trigger): with no predicate PIP-430 keeps the newest ``trigger``."""
+    return CacheLimits.of(limit, 0.98, 1000)
 
 
 def fifo_hits(trace: Sequence[int], capacity: int) -> int:
@@ -689,20 +696,20 @@ TRACE = zipf_trace(20_000, 2_000, 0.9, 7)
 
 @pytest.mark.parametrize("limit", [50, 300, 1000])
 def test_differential_fifo(limit: int) -> None:
-    capacity = CacheLimits.of(limit, 0.98, 1000).trigger
-    assert pip430_hits(TRACE, limit) == fifo_hits(TRACE, capacity)
+    limits = fifo_limits(limit)
+    assert pip430_hits(TRACE, limits)[0] == fifo_hits(TRACE, limits.trigger)
 
 
 @pytest.mark.parametrize("limit", [50, 300, 1000])
 def test_differential_libcachesim_fifo(limit: int) -> None:
     lcs = pytest.importorskip("libcachesim", reason="libcachesim (dev-only GPL oracle) missing")
-    capacity = CacheLimits.of(limit, 0.98, 1000).trigger
-    oracle = lcs.FIFO(cache_size=capacity, hashpower=16)
+    limits = fifo_limits(limit)
+    oracle = lcs.FIFO(cache_size=limits.trigger, hashpower=16)
     expected = 0
     for obj in TRACE:
         request = lcs.Request(obj_size=1, obj_id=obj + 1)
         expected += bool(oracle.get(request))
-    assert pip430_hits(TRACE, limit) == expected
+    assert pip430_hits(TRACE, limits)[0] == expected
 
 
 # ---- differential: only recently-accessed = FIFO with a second chance ---------------------------
@@ -739,15 +746,7 @@ def test_differential_second_chance(limit: int, watermark: float) -> None:
     # 20,000 requests requeue and remove far more than the queue's 1,024 consumed head slots, so
     # the queue compacts its list many times during the run.
     limits = CacheLimits.of(limit, watermark, 1000)
-    cache, loop, cursors = make_cache(predicates=(RecentlyAccessedPredicate(),), limits=limits)
-    cursors.add("r", (0, 0))
-    hit_count = 0
-    for obj in TRACE:
-        if cache.read(T, 0, obj, obj, "r"):
-            cache.storage_read(T, 0, [obj], [1], "r")
-            loop.run_until(loop.now_ns())
-        else:
-            hit_count += 1
+    hit_count, cache = pip430_hits(TRACE, limits, (RecentlyAccessedPredicate(),))
     assert hit_count == second_chance_hits(TRACE, limits)
     assert cache.counters.cache_requeues_accessed > 1024
     assert len(cache.queue) == len(list(cache.queue)) == cache.size_bytes()
