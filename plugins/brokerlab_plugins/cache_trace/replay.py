@@ -67,10 +67,7 @@ class TraceReplay:
         read, released, size_bytes = cache.read, cache.released, cache.size_bytes
         insert, storage_read = cache.insert, cache.storage_read
         by_add = self.admission == "add"
-        ledgers: list[int] = (trace.objects // self.entries_per_ledger).tolist()
-        entries: list[int] = (trace.objects % self.entries_per_ledger).tolist()
-        times: list[int] = trace.times_ns.tolist()
-        sizes: list[int] = trace.sizes.tolist()
+        ledgers, entries, times, sizes = trace.columns(self.entries_per_ledger)
         total = len(times)
         hits = [False] * total
         step = max(1, total // 100)
