@@ -556,7 +556,9 @@ LIMIT = 60
 
 
 class Pip430Machine(RuleBasedStateMachine):
-    """Random adds, reads, releases, replays, time and closes against a dict of what is cached."""
+    """Random adds, reads, releases, replays, time and closes against a dict of what is cached
+    and of each cached entry's expected read count (its count when cached, plus replays, minus
+    releases)."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -566,6 +568,7 @@ class Pip430Machine(RuleBasedStateMachine):
             self.cache.open_ledger(t, self.cursors[t])
         self.loop.call_every(10 * MS, 10 * MS, self.cache.evict_expired)
         self.model: dict[tuple[str, Position], int] = {}
+        self.reads: dict[tuple[str, Position], int | None] = {}
 
     def snapshot(self) -> dict[tuple[str, Position], int]:
         return {(t, p): s for t in TOPICS for p, s in self.cache.cached(t).items()}
@@ -574,11 +577,24 @@ class Pip430Machine(RuleBasedStateMachine):
         now = self.snapshot()
         assert now.keys() <= self.model.keys(), "something cached that was never inserted"
         self.model = now
+        self.reads = {key: count for key, count in self.reads.items() if key in now}
+
+    def cached_now(self, t: str, position: Position) -> None:
+        """Note the count an entry was just cached with."""
+        entry = self.cache.entry(t, position)
+        assert entry is not None
+        self.reads[(t, position)] = entry.expected_reads
+
+    def add_reads(self, t: str, position: Position, delta: int) -> None:
+        count = self.reads.get((t, position))
+        if count is not None:
+            self.reads[(t, position)] = count + delta
 
     @rule(t=st.sampled_from(TOPICS), e=st.integers(0, 20), size=st.integers(1, 15))
     def add(self, t: str, e: int, size: int) -> None:
         if self.cache.insert(t, (0, e), size):
             self.model[(t, (0, e))] = size
+            self.cached_now(t, (0, e))
         self.sync()
 
     @rule(t=st.sampled_from(TOPICS), first=st.integers(0, 20), n=st.integers(0, 4),
@@ -594,8 +610,10 @@ class Pip430Machine(RuleBasedStateMachine):
         for e in misses:
             if (ledger, e) in self.cache.cached(t):
                 self.model[(t, (ledger, e))] = 3
+                self.cached_now(t, (ledger, e))
         for e in range(first, last + 1):
             self.cache.released(t, (ledger, e))
+            self.add_reads(t, (ledger, e), -1)
         self.sync()
 
     @rule(
@@ -612,6 +630,7 @@ class Pip430Machine(RuleBasedStateMachine):
     @rule(t=st.sampled_from(TOPICS), e=st.integers(0, 20))
     def replay(self, t: str, e: int) -> None:
         self.cache.replayed(t, (0, e))
+        self.add_reads(t, (0, e), 1)
 
     @rule(ms=st.integers(0, 40))
     def advance(self, ms: int) -> None:
@@ -639,6 +658,12 @@ class Pip430Machine(RuleBasedStateMachine):
         counters = self.cache.counters
         # Every entry that left the cache was counted under exactly one reason.
         assert counters.cache_inserts - counters.removals() == len(self.model)
+
+    @invariant()
+    def expected_reads(self) -> None:
+        for (t, position), count in self.reads.items():
+            entry = self.cache.entry(t, position)
+            assert entry is not None and entry.expected_reads == count, (t, position)
 
 
 TestPip430Model = Pip430Machine.TestCase

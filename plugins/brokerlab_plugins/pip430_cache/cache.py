@@ -15,6 +15,7 @@ from brokerlab.protocols import (
     Position,
     RankedCursorContainer,
 )
+from brokerlab_plugins.cursor_containers.sorted_list import SortedListCursorContainer
 from brokerlab_plugins.entry_cache_common import (
     AsyncEviction,
     BacklogCaching,
@@ -39,12 +40,15 @@ class _Ledgers:
         "last_ledger",
         "ledgers",
         "ranked",
+        "sorted",
         "window_start_ns",
     )
 
     def __init__(self, cursors: CursorContainer, now_ns: int) -> None:
         self.cursors = cursors
         self.ranked = isinstance(cursors, RankedCursorContainer)
+        # The built-in ranked container, which compiled code queries directly, not by protocol.
+        self.sorted = cursors if isinstance(cursors, SortedListCursorContainer) else None
         self.ledgers: dict[int, dict[int, CachedEntry]] = {}
         # The ledger found last: reads, adds and releases mostly hit one ledger in a row. Until
         # one is found, ``last_id`` is -1, which the lookup never takes for a ledger id.
@@ -101,6 +105,8 @@ class Pip430EntryCache:
         # The topic looked up last, by identity: the broker passes each topic's own name object.
         self._last_topic: str | None = None
         self._last_state: _Ledgers | None = None
+        # The entry a single-entry read found or an insert added last (see _add_expected_reads).
+        self._last_entry: CachedEntry | None = None
 
     # ---- managed ledgers ------------------------------------------------------------------------
 
@@ -171,10 +177,10 @@ class Pip430EntryCache:
         ledger = state.ledger(ledger_id)
         if ledger is None:
             ledger = state.ledgers[ledger_id] = {}
-        elif entry_id in ledger:
-            return False  # a duplicate is rejected; the cached entry keeps its count (§2.1)
         entry = CachedEntry(position, size, self._clock.now_ns(), reads, ledger)
-        ledger[entry_id] = entry
+        if ledger.setdefault(entry_id, entry) is not entry:  # one lookup: a duplicate is rare
+            return False  # a duplicate is rejected; the cached entry keeps its count (§2.1)
+        self._last_entry = entry
         queue = self.queue
         queue.add(entry)
         current = queue.size
@@ -199,15 +205,7 @@ class Pip430EntryCache:
             counters.cache_misses += last - first + 1
             return list(range(first, last + 1))
         if first == last:  # single-entry reads are common (replays, trace replay): no loop
-            entry = ledger.get(first)
-            if entry is None:
-                counters.cache_misses += 1
-                return [first]
-            entry.accessed = True
-            for listener in self.queue.listeners:
-                listener.on_access(entry)
-            counters.cache_hits += 1
-            return []
+            return [] if self._hit(ledger, first) else [first]
         listeners = self.queue.listeners
         misses: list[int] = []
         for entry_id in range(first, last + 1):
@@ -222,6 +220,31 @@ class Pip430EntryCache:
         counters.cache_hits += last - first + 1 - len(misses)
         return misses
 
+    def read_entry(self, topic: str, ledger_id: int, entry_id: int, reader: str) -> bool:
+        """:meth:`read` of the one entry ``entry_id``, answering whether it was a hit (the trace
+        replay's request, without a list of misses)."""
+        state = self._state(topic)
+        if self._backlog.enabled:
+            self._backlog.saw_read(topic, ledger_id, entry_id, entry_id, reader)
+        ledger = None if state is None else state.ledger(ledger_id)
+        if not ledger:
+            self.counters.cache_misses += 1
+            return False
+        return self._hit(ledger, entry_id)
+
+    def _hit(self, ledger: dict[int, CachedEntry], entry_id: int) -> bool:
+        """Count one single-entry read of a cached ledger; mark the entry accessed on a hit."""
+        entry = ledger.get(entry_id)
+        if entry is None:
+            self.counters.cache_misses += 1
+            return False
+        entry.accessed = True
+        for listener in self.queue.listeners:
+            listener.on_access(entry)
+        self.counters.cache_hits += 1
+        self._last_entry = entry
+        return True
+
     def storage_read(
         self,
         topic: str,
@@ -232,31 +255,59 @@ class Pip430EntryCache:
     ) -> None:
         """Insert what a reader read from storage when reads are expected (spec §2.2, §3.2)."""
         state = self._state(topic)
-        if state is None:
-            return
-        if self._by_read_count and state.ranked:
-            expected: int = state.cursors.count_at_or_before(reader)  # type: ignore[attr-defined]
-        else:
-            # Legacy mapping of ``isCacheReadEntry()`` onto the count: 1 or 0 (§3.2, inferred).
-            expected = 1 if self._backlog.caches_reads(topic, reader) else 0
+        expected = 0 if state is None else self._expected_after_storage_read(state, topic, reader)
         if expected <= 0:
             return
-        if len(entry_ids) == 1 == len(sizes):  # one entry (trace replay): skip building a zip
-            self._put(state, (ledger_id, entry_ids[0]), sizes[0], expected)
-            return
+        assert state is not None
         for entry_id, size in zip(entry_ids, sizes, strict=True):
             self._put(state, (ledger_id, entry_id), size, expected)
 
+    def storage_read_entry(
+        self, topic: str, ledger_id: int, entry_id: int, size: int, reader: str
+    ) -> None:
+        """:meth:`storage_read` of the one entry ``entry_id`` (the trace replay's miss)."""
+        state = self._state(topic)
+        if state is not None:
+            expected = self._expected_after_storage_read(state, topic, reader)
+            if expected > 0:
+                self._put(state, (ledger_id, entry_id), size, expected)
+
+    def _expected_after_storage_read(self, state: _Ledgers, topic: str, reader: str) -> int:
+        """The expected read count an entry ``reader`` read from storage is cached with."""
+        if self._by_read_count and state.ranked:
+            if state.sorted is not None:
+                return state.sorted.count_at_or_before(reader)
+            return state.cursors.count_at_or_before(reader)  # type: ignore[attr-defined, no-any-return]
+        # Legacy mapping of ``isCacheReadEntry()`` onto the count: 1 or 0 (§3.2, inferred).
+        return 1 if self._backlog.caches_reads(topic, reader) else 0
+
     def released(self, topic: str, position: Position) -> None:
-        self._add_expected_reads(topic, position, -1)  # markRead; never clamped (§1.2)
+        self.release_entry(topic, position[0], position[1])
+
+    def release_entry(self, topic: str, ledger_id: int, entry_id: int) -> None:
+        """:meth:`released` without a position tuple (the trace replay's release)."""
+        self._add_expected_reads(topic, ledger_id, entry_id, -1)  # markRead; never clamped (§1.2)
 
     def replayed(self, topic: str, position: Position) -> None:
-        self._add_expected_reads(topic, position, 1)
+        self._add_expected_reads(topic, position[0], position[1], 1)
 
-    def _add_expected_reads(self, topic: str, position: Position, delta: int) -> None:
-        entry = self.entry(topic, position)
-        if entry is not None and entry.expected_reads is not None:
-            entry.expected_reads += delta
+    def _add_expected_reads(self, topic: str, ledger_id: int, entry_id: int, delta: int) -> None:
+        state = self._state(topic)
+        ledger = None if state is None else state.ledger(ledger_id)
+        if ledger is None:
+            return
+        entry = self._last_entry
+        # A dispatcher releases what it has just read or cached: the entry found or added last is
+        # usually the one, and needs no lookup while it is still cached.
+        if (
+            entry is None
+            or entry.removed
+            or entry.owner is not ledger
+            or entry.position[1] != entry_id
+        ):
+            entry = ledger.get(entry_id)
+        if entry is not None and entry.counted:
+            entry.reads += delta
 
     # ---- eviction -------------------------------------------------------------------------------
 

@@ -13,6 +13,7 @@ from typing import Any, ClassVar
 from mypy_extensions import mypyc_attr
 
 from brokerlab.protocols import CachedEntryView, EvictionDecision, EvictionPass
+from brokerlab_plugins.pip430_cache.entry import CachedEntry
 
 __all__ = ["ExpectedReadsPredicate", "RecentlyAccessedPredicate", "StatelessPredicate"]
 
@@ -24,8 +25,9 @@ _TIME = EvictionPass.TIME
 class StatelessPredicate:
     """A predicate whose ``on_*`` notifications do nothing.
 
-    The queue skips notifying predicates of this type, which keeps inserts and reads cheap, and
-    calls their ``decide`` directly when compiled.
+    The queue skips notifying predicates of this type, which keeps inserts and reads cheap. For
+    the built-in predicates themselves (not subclasses) it calls :meth:`decide_cached`, which
+    compiled code calls directly and which reads the cache's own wrapper without attribute lookups.
     """
 
     name: ClassVar[str] = "stateless"
@@ -34,6 +36,12 @@ class StatelessPredicate:
         self, entry: CachedEntryView, kind: EvictionPass, threshold_ns: int
     ) -> EvictionDecision | None:
         return None  # abstains; a subclass decides
+
+    def decide_cached(
+        self, entry: CachedEntry, kind: EvictionPass, threshold_ns: int
+    ) -> EvictionDecision | None:
+        """:meth:`decide` for the PIP-430 cache's own wrapper; the same decision."""
+        return None
 
     def on_insert(self, entry: CachedEntryView) -> None:
         return None
@@ -55,11 +63,12 @@ class RecentlyAccessedPredicate(StatelessPredicate):
     def decide(
         self, entry: CachedEntryView, kind: EvictionPass, threshold_ns: int
     ) -> EvictionDecision | None:
-        if not entry.accessed:
-            return None
-        if kind is _TIME and entry.timestamp_ns >= threshold_ns:
-            return None  # live: the queue stops here
-        return _REQUEUE
+        return _requeue_if_accessed(entry.accessed, entry.timestamp_ns, kind, threshold_ns)
+
+    def decide_cached(
+        self, entry: CachedEntry, kind: EvictionPass, threshold_ns: int
+    ) -> EvictionDecision | None:
+        return _requeue_if_accessed(entry.accessed, entry.timestamp_ns, kind, threshold_ns)
 
 
 @mypyc_attr(allow_interpreted_subclasses=True)
@@ -84,6 +93,28 @@ class ExpectedReadsPredicate(StatelessPredicate):
         reads = entry.expected_reads
         if reads is None or reads < 1 or entry.requeue_count >= self.max_requeues:
             return None
-        if kind is _TIME and entry.timestamp_ns >= threshold_ns:
+        return _requeue_unless_live(entry.timestamp_ns, kind, threshold_ns)
+
+    def decide_cached(
+        self, entry: CachedEntry, kind: EvictionPass, threshold_ns: int
+    ) -> EvictionDecision | None:
+        if not entry.counted or entry.reads < 1 or entry.requeue_count >= self.max_requeues:
             return None
-        return _REQUEUE
+        return _requeue_unless_live(entry.timestamp_ns, kind, threshold_ns)
+
+
+def _requeue_if_accessed(
+    accessed: bool, timestamp_ns: int, kind: EvictionPass, threshold_ns: int
+) -> EvictionDecision | None:
+    """Recently accessed: requeue an accessed entry the pass would remove."""
+    return _requeue_unless_live(timestamp_ns, kind, threshold_ns) if accessed else None
+
+
+def _requeue_unless_live(
+    timestamp_ns: int, kind: EvictionPass, threshold_ns: int
+) -> EvictionDecision | None:
+    """REQUEUE an entry the pass would otherwise remove; abstain on a live entry in a time pass
+    (the queue stops there)."""
+    if kind is _TIME and timestamp_ns >= threshold_ns:
+        return None
+    return _REQUEUE

@@ -21,7 +21,11 @@ from typing import Final
 from brokerlab.protocols import Clock, EvictionDecision, EvictionPass, EvictionPredicate
 from brokerlab_plugins.entry_cache_common import CacheCounters
 from brokerlab_plugins.pip430_cache.entry import CachedEntry
-from brokerlab_plugins.pip430_cache.predicates import StatelessPredicate
+from brokerlab_plugins.pip430_cache.predicates import (
+    ExpectedReadsPredicate,
+    RecentlyAccessedPredicate,
+    StatelessPredicate,
+)
 
 __all__ = ["RemovalQueue"]
 
@@ -83,10 +87,10 @@ class RemovalQueue:
         self._head = 0
         self.size = 0
         # Each predicate with the slot of its requeue counter, looked up once and not per requeue,
-        # and itself again when it is a built-in kind, which compiled code calls directly.
+        # and itself again when it is a built-in one, whose decide_cached compiled code calls
+        # directly.
         self._chain = tuple(
-            (p, p if isinstance(p, StatelessPredicate) else None, _SLOTS.get(p.name, _UNATTRIBUTED))
-            for p in self.predicates
+            (p, _built_in(p), _SLOTS.get(p.name, _UNATTRIBUTED)) for p in self.predicates
         )
         # With the built-in predicates an entry is requeued at most 1 + max_requeues times in one
         # pass; past that a third-party predicate is looping, and the pass falls back to its rule.
@@ -140,7 +144,7 @@ class RemovalQueue:
                 if budget > 0:
                     for predicate, built_in, predicate_slot in chain:
                         if built_in is not None:
-                            decision = built_in.decide(entry, kind, threshold_ns)
+                            decision = built_in.decide_cached(entry, kind, threshold_ns)
                         else:
                             decision = predicate.decide(entry, kind, threshold_ns)
                         if decision is not None:
@@ -190,3 +194,15 @@ class RemovalQueue:
             self._counters.cache_evictions_size += 1
         for listener in self.listeners:
             listener.on_remove(entry)
+
+
+def _built_in(predicate: EvictionPredicate) -> StatelessPredicate | None:
+    """``predicate`` when it is one of the built-in predicates itself, whose ``decide_cached``
+    the queue calls; a subclass may override ``decide``, so it is asked through the protocol."""
+    if isinstance(predicate, StatelessPredicate) and type(predicate) in (
+        StatelessPredicate,
+        RecentlyAccessedPredicate,
+        ExpectedReadsPredicate,
+    ):
+        return predicate
+    return None
