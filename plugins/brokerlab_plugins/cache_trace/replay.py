@@ -27,6 +27,7 @@ from brokerlab.broker.events import EventLoop
 from brokerlab.gc_policy import new_objects_only
 from brokerlab.protocols import CursorContainer, EntryCache
 from brokerlab_plugins.cache_trace.traces import Trace
+from brokerlab_plugins.pip430_cache.cache import Pip430EntryCache
 
 __all__ = ["READER", "TOPIC", "TraceReplay"]
 
@@ -34,6 +35,63 @@ TOPIC: Final = "trace"
 READER: Final = "trace-reader"
 
 Admission = Literal["add", "storage-read"]
+
+
+class CacheRequests:
+    """The requests a replay makes of its cache, through the :class:`EntryCache` protocol."""
+
+    def __init__(self, cache: EntryCache, admission: Admission) -> None:
+        self.cache = cache
+        self.by_add = admission == "add"
+
+    def hit(self, ledger: int, entry: int) -> bool:
+        """Read one entry; whether the cache had it."""
+        return not self.cache.read(TOPIC, ledger, entry, entry, READER)
+
+    def admit(self, ledger: int, entry: int, size: int) -> None:
+        """Offer a missed entry to the cache, by the replay's admission path."""
+        if self.by_add:
+            self.cache.insert(TOPIC, (ledger, entry), size)
+        else:
+            self.cache.storage_read(TOPIC, ledger, (entry,), (size,), READER)
+
+    def release(self, ledger: int, entry: int) -> None:
+        """The reader consumed its copy."""
+        self.cache.released(TOPIC, (ledger, entry))
+
+    def size_bytes(self) -> int:
+        return self.cache.size_bytes()
+
+
+class Pip430Requests(CacheRequests):
+    """The same requests of the built-in PIP-430 cache, through its single-entry methods, which
+    compiled code calls directly: a replay spends most of its time in these calls."""
+
+    def __init__(self, cache: Pip430EntryCache, admission: Admission) -> None:
+        super().__init__(cache, admission)
+        self.pip430 = cache
+
+    def hit(self, ledger: int, entry: int) -> bool:
+        return self.pip430.read_entry(TOPIC, ledger, entry, READER)
+
+    def admit(self, ledger: int, entry: int, size: int) -> None:
+        if self.by_add:
+            self.pip430.insert(TOPIC, (ledger, entry), size)
+        else:
+            self.pip430.storage_read_entry(TOPIC, ledger, entry, size, READER)
+
+    def release(self, ledger: int, entry: int) -> None:
+        self.pip430.release_entry(TOPIC, ledger, entry)
+
+    def size_bytes(self) -> int:
+        return self.pip430.size_bytes()
+
+
+def requests_of(cache: EntryCache, admission: Admission) -> CacheRequests:
+    """The fastest way to make a replay's requests of ``cache``."""
+    if isinstance(cache, Pip430EntryCache):
+        return Pip430Requests(cache, admission)
+    return CacheRequests(cache, admission)
 
 
 class TraceReplay:
@@ -63,35 +121,36 @@ class TraceReplay:
         self, trace: Trace, progress: Callable[[float], None] | None = None
     ) -> npt.NDArray[np.bool_]:
         """Replay every request of ``trace``; returns whether each one was a hit."""
-        cache, run_until = self.cache, self.loop.run_until
-        read, released, size_bytes = cache.read, cache.released, cache.size_bytes
-        insert, storage_read = cache.insert, cache.storage_read
-        by_add = self.admission == "add"
-        ledgers, entries, times, sizes = trace.columns(self.entries_per_ledger)
+        requests, loop = requests_of(self.cache, self.admission), self.loop
+        objects, times, sizes = trace.columns()
+        per_ledger = self.entries_per_ledger
         total = len(times)
         hits = [False] * total
         step = max(1, total // 100)
         peak = self.peak_bytes
+        now = loop.now_ns()
         with new_objects_only():
             for i in range(total):
                 # Every request runs what is due first, a size eviction triggered by the previous
-                # request at this same instant included.
-                run_until(times[i])
-                ledger, entry = ledgers[i], entries[i]
-                if read(TOPIC, ledger, entry, entry, READER):
-                    if by_add:
-                        insert(TOPIC, (ledger, entry), sizes[i])
-                    else:
-                        storage_read(TOPIC, ledger, (entry,), (sizes[i],), READER)
-                    held = size_bytes()
+                # request at this same instant included. Only this loop moves the clock, so
+                # unless time moves, the loop's flag tells whether anything is due.
+                if times[i] > now or loop.due_now:
+                    now = times[i]
+                    loop.run_until(now)
+                ledger = objects[i] // per_ledger
+                entry = objects[i] - ledger * per_ledger
+                if requests.hit(ledger, entry):
+                    hits[i] = True
+                else:
+                    requests.admit(ledger, entry, sizes[i])
+                    held = requests.size_bytes()
                     if held > peak:
                         peak = held
-                else:
-                    hits[i] = True
-                released(TOPIC, (ledger, entry))
+                requests.release(ledger, entry)
                 if progress is not None and i % step == 0:
                     progress(i / total)
         self.peak_bytes = peak
         if total:
-            run_until(times[-1])  # let a last triggered eviction finish
-        return np.array(hits, dtype=np.bool_)
+            loop.run_until(times[-1])  # let a last triggered eviction finish
+        # Bytes, then a view as booleans: numpy converts a list of bools one object at a time.
+        return np.frombuffer(bytearray(hits), dtype=np.bool_)

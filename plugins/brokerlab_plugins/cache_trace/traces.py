@@ -72,12 +72,10 @@ class Trace:
     def object_count(self) -> int:
         return int(self.objects.max()) + 1 if len(self.objects) else 0
 
-    def columns(self, entries_per_ledger: int) -> tuple[list[int], list[int], list[int], list[int]]:
-        """Ledger ids, entry ids, times and sizes as lists of ints, which a replay loop indexes
-        cheaply; the k-th object is entry ``k % entries_per_ledger`` of ledger
-        ``k // entries_per_ledger``."""
-        ledgers, entries = np.divmod(self.objects, entries_per_ledger)
-        return ledgers.tolist(), entries.tolist(), self.times_ns.tolist(), self.sizes.tolist()
+    def columns(self) -> tuple[list[int], list[int], list[int]]:
+        """Objects, times and sizes as lists of ints, which a compiled replay loop indexes
+        cheaply (an array is a generic object to it)."""
+        return self.objects.tolist(), self.times_ns.tolist(), self.sizes.tolist()
 
 
 def read_trace(path: str | Path, fmt: Format, limits: TraceLimits) -> Trace:
