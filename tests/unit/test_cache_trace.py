@@ -18,15 +18,17 @@ import pytest
 from test_pip430_cache import zipf_trace
 
 from brokerlab import load_profile, simulate
+from brokerlab.broker.events import EventLoop
 from brokerlab.errors import WorkloadError
 from brokerlab.host import PluginHost
-from brokerlab.protocols import SimulationRequest
-from brokerlab.simulation import Result, load_workload
+from brokerlab.protocols import EntryCache, SimulationRequest
+from brokerlab.simulation import Result, load_workload, plugin_context
 from brokerlab.spark.cells import build_cells
 from brokerlab.workloads import WorkloadDocument
 from brokerlab_plugins.cache_trace.model import TraceWorkload
 from brokerlab_plugins.cache_trace.plugin import estimated_cost, scale_trace_workload
-from brokerlab_plugins.cache_trace.simulator import replay_trace
+from brokerlab_plugins.cache_trace.replay import Pip430Requests, TraceReplay, requests_of
+from brokerlab_plugins.cache_trace.simulator import load_trace, replay_trace
 from brokerlab_plugins.cache_trace.synthetic import zipf_csv
 from brokerlab_plugins.cache_trace.traces import ORACLE_GENERAL, TraceLimits, read_trace
 
@@ -360,6 +362,56 @@ def test_differential_pip430_without_predicates_is_a_byte_fifo(
     reader = lcs.TraceReader(str(path), lcs.TraceType.ORACLE_GENERAL_TRACE)
     miss_ratio, _ = lcs.FIFO(cache_size=capacity, hashpower=16).process_trace(reader)
     assert round((1 - miss_ratio) * len(rows)) == int(hits.sum())
+
+
+class _ThroughTheProtocol:
+    """A cache the replay can reach only through the ``EntryCache`` protocol: it forwards every
+    attribute to the real cache."""
+
+    def __init__(self, cache: EntryCache) -> None:
+        self._cache = cache
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._cache, name)
+
+
+@pytest.mark.parametrize("admission", ["add", "storage-read"])
+def test_the_pip430_shortcut_replays_exactly_as_the_protocol_does(
+    tmp_path: Path, host: PluginHost, admission: str
+) -> None:
+    """The replay calls the PIP-430 cache's single-entry methods directly; through the protocol
+    the same trace gives the same hits, peak and counters (time and size evictions included)."""
+    write_csv(tmp_path / "t.csv", synthetic_rows(4_000, 300, seed=3))
+    toml = write_workload(tmp_path, "t.csv", "csv", admission=admission)
+    workload = load_workload(host, str(toml))
+    assert isinstance(workload, TraceWorkload)
+    # 5 s of trace time (100 requests, 1.6 MiB) outgrows the cache: both kinds of eviction run.
+    settings = {
+        "managedLedgerCacheSizeMB": "1",
+        "managedLedgerCacheEvictionTimeThresholdMillis": "5000",
+    }
+    profile = load_profile(PROFILES / "pulsar-4.2.conf", settings, host=host)
+    choices = host.resolve(profile)
+    trace = load_trace(workload)
+    outcomes = []
+    for direct in (True, False):
+        loop = EventLoop()
+        cache = choices.entry_cache.record.factory(plugin_context(profile, choices, loop, 0))
+        assert isinstance(requests_of(cache, "add"), Pip430Requests)
+        replay = TraceReplay(
+            cache if direct else _ThroughTheProtocol(cache),  # type: ignore[arg-type]
+            choices.cursor_container.record.factory(),
+            loop,
+            eviction_interval_ns=10**9,
+            entries_per_ledger=50,
+            admission=workload.admission,
+        )
+        hits = replay.run(trace)
+        outcomes.append((hits.tolist(), replay.peak_bytes, dict(cache.stats())))
+    assert outcomes[0] == outcomes[1]
+    stats = outcomes[0][2]
+    assert stats["cache_evictions_time"] > 0 and stats["cache_evictions_size"] > 0
+    assert 0 < sum(outcomes[0][0]) < len(trace)
 
 
 def test_same_seed_same_result_and_seeds_do_not_change_a_trace(host: PluginHost) -> None:
