@@ -25,13 +25,17 @@ from typing import Any
 from hatchling.builders.hooks.plugin.interface import BuildHookInterface
 
 # Runs in a child process: setuptools keeps global state, and a failed compile must not take the
-# build down with it. argv: the build-lib folder (or "" for in place), then the module files.
+# build down with it. It runs in a scratch folder, where setuptools finds no project file of ours.
+# argv: the build-lib folder (or "" for in place), then one JSON object: each package's folder,
+# the folder that gets the shared libraries in place, and per package the module files to compile.
 _COMPILE = """
-import sys, tempfile
+import json, os, sys, tempfile
 from setuptools import setup
 from mypyc.build import mypycify
-build_lib, *paths = sys.argv[1:]
+build_lib, spec = sys.argv[1], json.loads(sys.argv[2])
+packages, groups = spec["packages"], spec["groups"]
 with tempfile.TemporaryDirectory() as work:
+    os.chdir(work)
     # Not the project's config: its mypy plugin and strictness are for checking (tox -e lint),
     # and the build environment has none of the runtime packages. Only the compiled modules must
     # type-check; a cache of its own keeps an earlier build's findings out.
@@ -40,11 +44,20 @@ with tempfile.TemporaryDirectory() as work:
         "[mypy]\\nignore_missing_imports = True\\nfollow_imports = silent\\n"
         f"cache_dir = {work}/mypy-cache\\n"
     )
+    # One shared library per source root, compiled side by side; built in one run, they call
+    # into each other's classes directly instead of through Python attribute lookups. In place,
+    # each module lands beside its source.
     place = ["--build-lib", build_lib] if build_lib else ["--inplace", "--build-lib", work + "/lib"]
     setup(
         name="brokerlab-native",
-        ext_modules=mypycify(["--config-file", config, *paths], opt_level="3", target_dir=work),
-        script_args=["build_ext", "--build-temp", work + "/temp", *place],
+        package_dir={**packages, "": spec["libraries"]},
+        ext_modules=mypycify(
+            ["--config-file", config, *[path for paths in groups for path in paths]],
+            opt_level="3",
+            target_dir=work,
+            separate=[(paths, None) for paths in groups],
+        ),
+        script_args=["build_ext", "--parallel", "2", "--build-temp", work + "/temp", *place],
     )
 """
 
@@ -94,32 +107,27 @@ class NativeBuildHook(BuildHookInterface):  # type: ignore[type-arg]
         build_lib: str,
         source_path: Callable[[str, dict[str, Path]], Path],
     ) -> str:
-        """Compile one group per source root, side by side; the failing compiler's last lines.
+        """Compile one group per source root in one run; the compiler's last lines if it failed.
 
-        Each root's shared library lands in that root, which an editable install has on its path
-        (dev-mode-dirs)."""
-        with tempfile.TemporaryDirectory() as logs:
-            jobs = {}
-            for package, folder in roots.items():
-                paths = [
-                    str(source_path(m, roots).relative_to(folder))
-                    for m in modules
-                    if m.partition(".")[0] == package
-                ]
-                others = os.pathsep.join(str(f) for f in roots.values() if f != folder)
-                with (Path(logs) / package).open("w") as log:
-                    jobs[package] = subprocess.Popen(
-                        [sys.executable, "-c", _COMPILE, build_lib, *paths],
-                        cwd=folder,
-                        env={**os.environ, "MYPYPATH": others},
-                        stdout=log,
-                        stderr=subprocess.STDOUT,
-                    )
-            failed = [package for package, job in jobs.items() if job.wait()]  # wait for both
-            if not failed:
-                return ""
-            output = (Path(logs) / failed[0]).read_text(errors="replace")
-            return "\n".join(output.splitlines()[-15:])
+        In place, the shared libraries land in the plugins root, which an editable install has
+        on its path (dev-mode-dirs) as it has the framework root."""
+        spec = {
+            "packages": {package: str(folder / package) for package, folder in roots.items()},
+            "libraries": str(roots["brokerlab_plugins"]),
+            "groups": [
+                [str(source_path(m, roots)) for m in modules if m.partition(".")[0] == package]
+                for package in roots
+            ],
+        }
+        job = subprocess.run(
+            [sys.executable, "-c", _COMPILE, build_lib, json.dumps(spec)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            check=False,
+        )
+        if job.returncode == 0:
+            return ""
+        return "\n".join(job.stdout.decode(errors="replace").splitlines()[-15:])
 
 
 def _remove_compiled(roots: dict[str, Path], manifest: str) -> None:
