@@ -191,9 +191,10 @@ def broker_cache(kind: str) -> Replay:
 
 def trace_replay(kind: str) -> Replay:
     """The same requests through brokerlab's own trace replay (what a ``cache-trace`` workload
-    runs): its compiled loop also runs the event loop before every request, records each
-    request's hit and tracks the peak size. The trace has no timestamps (every request at time
-    zero), so nothing expires and only the size limit evicts, as in the other rows."""
+    runs): its compiled loop also asks the event loop before every request whether anything is
+    due, records each request's hit and tracks the peak size. The trace has no timestamps (every
+    request at time zero), so nothing expires and only the size limit evicts, as in the other
+    rows."""
     cache, scheduler, container = build(kind, CacheLimits.of(CAPACITY, 0.9, 1000))
     replay = TraceReplay(
         cache,
