@@ -30,10 +30,6 @@ class _ReferenceLoop:
         heapq.heappush(self.heap, (max(when, self.now), self.seq, callback, cancelled))
         return cancelled
 
-    @property
-    def due_now(self) -> bool:
-        return bool(self.heap) and self.heap[0][0] <= self.now
-
     def run_until(self, end: int) -> None:
         while self.heap and self.heap[0][0] <= end:
             when, _, callback, cancelled = heapq.heappop(self.heap)
@@ -65,8 +61,7 @@ def _script(seed: int) -> list[tuple[str, int]]:
 
 
 def _drive(loop: EventLoop | _ReferenceLoop, seed: int, slices: list[int]) -> list[tuple[int, int]]:
-    """Run one random scenario; returns ``(callback id, time)`` in execution order, with
-    ``(-1, due_now)`` after each slice and after each schedule from outside a callback."""
+    """Run one random scenario; returns ``(callback id, time)`` in execution order."""
     actions = _script(seed)
     order: list[tuple[int, int]] = []
     cancellers: list[Callable[[], None]] = []
@@ -107,10 +102,8 @@ def _drive(loop: EventLoop | _ReferenceLoop, seed: int, slices: list[int]) -> li
         schedule(i % 7 * 10, i % 4 == 0)
     for end in slices:
         loop.run_until(end)
-        order.append((-1, loop.due_now))
         # Between slices, schedule at the clock's instant from outside any callback.
         schedule(now(), False)
-        order.append((-1, loop.due_now))
     return order
 
 
@@ -173,36 +166,15 @@ def test_a_raising_callback_leaves_the_rest_of_its_instant_scheduled() -> None:
     assert ran == ["a", "b", "c", "d", "e"] and loop.now_ns() == 30
 
 
-def test_due_now_says_whether_running_to_the_current_instant_runs_something() -> None:
+def test_soon_from_outside_a_callback_runs_on_the_next_run_until() -> None:
     loop = EventLoop()
-    ran: list[str] = []
-    loop.at(10, lambda: ran.append("later"))
-    assert not loop.due_now  # in the future only
-    loop.soon(lambda: ran.append("now"))
-    assert loop.due_now
-    loop.run_until(0)
-    assert ran == ["now"] and not loop.due_now
+    ran: list[int] = []
     loop.run_until(5)
-    loop.at(3, lambda: ran.append("past"))  # before the clock: due at once
-    assert loop.due_now
+    loop.soon(lambda: ran.append(loop.now_ns()))
+    loop.run_until(5)  # the clock stays: only what is due now runs
+    assert ran == [5]
     loop.run_until(5)
-    assert ran == ["now", "past"] and not loop.due_now
-
-    def boom() -> None:
-        raise RuntimeError("boom")
-
-    loop.at(10, boom)
-    with pytest.raises(RuntimeError):
-        loop.run_until(20)
-    assert ran == ["now", "past", "later"] and loop.now_ns() == 10
-    assert not loop.due_now  # boom was the last callback of its instant
-    loop.at(30, boom)
-    loop.at(30, lambda: ran.append("after boom"))
-    with pytest.raises(RuntimeError):
-        loop.run_until(40)
-    assert loop.due_now  # what remains of instant 30 is due
-    loop.run_until(30)
-    assert ran[-1] == "after boom" and not loop.due_now
+    assert ran == [5] and loop.events_run == 1
 
 
 def test_run_until_with_nothing_due_only_moves_the_clock() -> None:

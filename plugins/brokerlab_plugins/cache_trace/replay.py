@@ -128,15 +128,11 @@ class TraceReplay:
         hits = [False] * total
         step = max(1, total // 100)
         peak = self.peak_bytes
-        now = loop.now_ns()
         with new_objects_only():
             for i in range(total):
                 # Every request runs what is due first, a size eviction triggered by the previous
-                # request at this same instant included. Only this loop moves the clock, so
-                # unless time moves, the loop's flag tells whether anything is due.
-                if times[i] > now or loop.due_now:
-                    now = times[i]
-                    loop.run_until(now)
+                # request at this same instant included.
+                loop.run_until(times[i])
                 ledger = objects[i] // per_ledger
                 entry = objects[i] - ledger * per_ledger
                 if requests.hit(ledger, entry):
