@@ -196,6 +196,8 @@ class Pip430EntryCache:
         return True
 
     def read(self, topic: str, ledger_id: int, first: int, last: int, reader: str) -> list[int]:
+        if first == last:  # single-entry reads are common (replays, trace replay): no loop
+            return [] if self.read_entry(topic, ledger_id, first, reader) else [first]
         state = self._state(topic)
         counters = self.counters
         if self._backlog.enabled:
@@ -204,8 +206,6 @@ class Pip430EntryCache:
         if not ledger:
             counters.cache_misses += last - first + 1
             return list(range(first, last + 1))
-        if first == last:  # single-entry reads are common (replays, trace replay): no loop
-            return [] if self._hit(ledger, first) else [first]
         listeners = self.queue.listeners
         misses: list[int] = []
         for entry_id in range(first, last + 1):
@@ -227,14 +227,7 @@ class Pip430EntryCache:
         if self._backlog.enabled:
             self._backlog.saw_read(topic, ledger_id, entry_id, entry_id, reader)
         ledger = None if state is None else state.ledger(ledger_id)
-        if not ledger:
-            self.counters.cache_misses += 1
-            return False
-        return self._hit(ledger, entry_id)
-
-    def _hit(self, ledger: dict[int, CachedEntry], entry_id: int) -> bool:
-        """Count one single-entry read of a cached ledger; mark the entry accessed on a hit."""
-        entry = ledger.get(entry_id)
+        entry = None if ledger is None else ledger.get(entry_id)
         if entry is None:
             self.counters.cache_misses += 1
             return False
@@ -255,10 +248,11 @@ class Pip430EntryCache:
     ) -> None:
         """Insert what a reader read from storage when reads are expected (spec §2.2, §3.2)."""
         state = self._state(topic)
-        expected = 0 if state is None else self._expected_after_storage_read(state, topic, reader)
+        if state is None:
+            return
+        expected = self._expected_after_storage_read(state, topic, reader)
         if expected <= 0:
             return
-        assert state is not None
         for entry_id, size in zip(entry_ids, sizes, strict=True):
             self._put(state, (ledger_id, entry_id), size, expected)
 
