@@ -90,17 +90,28 @@ class ExpectedReadsPredicate(StatelessPredicate):
     def decide(
         self, entry: CachedEntryView, kind: EvictionPass, threshold_ns: int
     ) -> EvictionDecision | None:
-        reads = entry.expected_reads
-        if reads is None or reads < 1 or entry.requeue_count >= self.max_requeues:
-            return None
-        return _requeue_unless_live(entry.timestamp_ns, kind, threshold_ns)
+        reads = entry.expected_reads or 0  # None: nothing tracked
+        return self._rule(reads, entry.requeue_count, entry.timestamp_ns, kind, threshold_ns)
 
     def decide_cached(
         self, entry: CachedEntry, kind: EvictionPass, threshold_ns: int
     ) -> EvictionDecision | None:
-        if not entry.counted or entry.reads < 1 or entry.requeue_count >= self.max_requeues:
+        reads = entry.reads if entry.counted else 0
+        return self._rule(reads, entry.requeue_count, entry.timestamp_ns, kind, threshold_ns)
+
+    def _rule(
+        self,
+        reads: int,
+        requeue_count: int,
+        timestamp_ns: int,
+        kind: EvictionPass,
+        threshold_ns: int,
+    ) -> EvictionDecision | None:
+        """Requeue an entry with reads still expected (0 when none are tracked) while its requeue
+        count is below the maximum."""
+        if reads < 1 or requeue_count >= self.max_requeues:
             return None
-        return _requeue_unless_live(entry.timestamp_ns, kind, threshold_ns)
+        return _requeue_unless_live(timestamp_ns, kind, threshold_ns)
 
 
 def _requeue_if_accessed(
