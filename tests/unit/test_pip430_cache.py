@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from hypothesis import settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
@@ -27,6 +27,7 @@ from brokerlab_plugins.pip430_cache import (
     Pip430EntryCache,
     RecentlyAccessedPredicate,
 )
+from brokerlab_plugins.pip430_cache.entry import CachedEntry, LedgerEntries
 
 MS = 1_000_000
 MB = 1024 * 1024
@@ -668,6 +669,61 @@ class Pip430Machine(RuleBasedStateMachine):
 
 TestPip430Model = Pip430Machine.TestCase
 TestPip430Model.settings = settings(max_examples=40, stateful_step_count=40, deadline=None)
+
+
+# ---- one ledger's entries by id, against a dict ------------------------------------------------
+
+LedgerOp = tuple[str, int]
+LEDGER_OPS = st.lists(
+    st.tuples(st.sampled_from(["add", "remove", "remove-lowest"]), st.integers(0, 3000))
+    | st.tuples(st.just("add-run"), st.integers(1, 1500)),
+    max_size=60,
+)
+
+
+def apply_ledger_ops(ops: Sequence[LedgerOp]) -> tuple[LedgerEntries, dict[int, CachedEntry]]:
+    entries, model = LedgerEntries(), {}
+    next_id = 0
+    for op, value in ops:
+        if op == "remove-lowest" and model:  # what a FIFO eviction does
+            lowest = min(model)
+            entries.remove(lowest)
+            del model[lowest]
+        elif op == "remove" and value in model:
+            entries.remove(value)
+            del model[value]
+        elif op in ("add", "add-run"):
+            ids = [value] if op == "add" else range(next_id, next_id + value)
+            for entry_id in ids:
+                wrapper = CachedEntry((0, entry_id), 1, 0, None, entries)
+                assert entries.add(entry_id, wrapper) == (entry_id not in model)
+                model.setdefault(entry_id, wrapper)
+            next_id = max(next_id, max(ids) + 1)
+        assert len(entries) == len(model)
+    return entries, model
+
+
+@settings(max_examples=150, deadline=None)
+@given(LEDGER_OPS)
+def test_ledger_entries_behave_as_a_dict_by_entry_id(ops: list[LedgerOp]) -> None:
+    entries, model = apply_ledger_ops(ops)
+    assert [e.position[1] for e in entries.values()] == sorted(model)
+    for entry_id in range(-2, 4600):
+        assert entries.get(entry_id) is model.get(entry_id)
+
+
+def test_ledger_entries_cut_off_what_a_fifo_left_behind() -> None:
+    """A window sliding over 100,000 ids keeps its slots near its width (white box: the slot
+    list), and still finds every entry in it."""
+    entries = LedgerEntries()
+    for entry_id in range(100_000):
+        entries.add(entry_id, CachedEntry((0, entry_id), 1, 0, None, entries))
+        if entry_id >= 500:
+            entries.remove(entry_id - 500)
+    assert len(entries) == 500
+    assert len(entries._slots) <= 500 + 2 * 1025
+    assert [e.position[1] for e in entries.values()] == list(range(99_500, 100_000))
+    assert entries.get(99_499) is None and entries.get(99_500) is not None
 
 
 # ---- differential: both predicates off = a FIFO -------------------------------------------------

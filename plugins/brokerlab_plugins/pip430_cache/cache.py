@@ -22,7 +22,7 @@ from brokerlab_plugins.entry_cache_common import (
     CacheCounters,
     CacheLimits,
 )
-from brokerlab_plugins.pip430_cache.entry import CachedEntry
+from brokerlab_plugins.pip430_cache.entry import CachedEntry, LedgerEntries
 from brokerlab_plugins.pip430_cache.queue import RemovalQueue
 
 __all__ = ["Pip430EntryCache"]
@@ -31,7 +31,7 @@ _MS: Final = 1_000_000
 
 
 class _Ledgers:
-    """One managed ledger's cache: ledger id -> entry id -> wrapper, plus its cursor state."""
+    """One managed ledger's cache: ledger id -> its entries by id, plus its cursor state."""
 
     __slots__ = (
         "cursors",
@@ -49,16 +49,16 @@ class _Ledgers:
         self.ranked = isinstance(cursors, RankedCursorContainer)
         # The built-in ranked container, which compiled code queries directly, not by protocol.
         self.sorted = cursors if isinstance(cursors, SortedListCursorContainer) else None
-        self.ledgers: dict[int, dict[int, CachedEntry]] = {}
+        self.ledgers: dict[int, LedgerEntries] = {}
         # The ledger found last: reads, adds and releases mostly hit one ledger in a row. Until
         # one is found, ``last_id`` is -1, which the lookup never takes for a ledger id.
         self.last_id = -1
-        self.last_ledger: dict[int, CachedEntry] = {}
+        self.last_ledger = LedgerEntries()
         # The continue-caching window starts when the ledger is loaded (spec §3.5).
         self.window_start_ns = now_ns
         self.had_cursors = len(cursors) > 0
 
-    def ledger(self, ledger_id: int) -> dict[int, CachedEntry] | None:
+    def ledger(self, ledger_id: int) -> LedgerEntries | None:
         """The entry map of ``ledger_id``, if it has one."""
         if ledger_id == self.last_id and ledger_id >= 0:
             return self.last_ledger
@@ -68,7 +68,7 @@ class _Ledgers:
             self.last_ledger = ledger
         return ledger
 
-    def drop_ledger(self, ledger_id: int) -> dict[int, CachedEntry] | None:
+    def drop_ledger(self, ledger_id: int) -> LedgerEntries | None:
         if ledger_id == self.last_id:
             self.last_id = -1
         return self.ledgers.pop(ledger_id, None)
@@ -135,7 +135,7 @@ class Pip430EntryCache:
     def ledger_deleted(self, topic: str, ledger_id: int) -> None:
         state = self._state(topic)
         ledger = None if state is None else state.drop_ledger(ledger_id)
-        if ledger:
+        if ledger is not None and len(ledger):
             self.counters.cache_evictions_ledger_deleted += self._drop(list(ledger.values()))
 
     def cursors_changed(self, topic: str) -> None:
@@ -176,9 +176,9 @@ class Pip430EntryCache:
         ledger_id, entry_id = position
         ledger = state.ledger(ledger_id)
         if ledger is None:
-            ledger = state.ledgers[ledger_id] = {}
+            ledger = state.ledgers[ledger_id] = LedgerEntries()
         entry = CachedEntry(position, size, self._clock.now_ns(), reads, ledger)
-        if ledger.setdefault(entry_id, entry) is not entry:  # one lookup: a duplicate is rare
+        if not ledger.add(entry_id, entry):  # a duplicate is rare: the wrapper is made first
             return False  # a duplicate is rejected; the cached entry keeps its count (§2.1)
         self._last_entry = entry
         queue = self.queue
@@ -203,7 +203,7 @@ class Pip430EntryCache:
         if self._backlog.enabled:
             self._backlog.saw_read(topic, ledger_id, first, last, reader)
         ledger = None if state is None else state.ledger(ledger_id)
-        if not ledger:
+        if ledger is None or len(ledger) == 0:
             counters.cache_misses += last - first + 1
             return list(range(first, last + 1))
         listeners = self.queue.listeners
@@ -339,13 +339,13 @@ class Pip430EntryCache:
         if state is None:
             return 0, 0
         doomed: list[CachedEntry] = []
-        for ledger_id, ledger in state.ledgers.items():
-            for entry_id, entry in ledger.items():
-                pos = (ledger_id, entry_id)
+        for ledger in state.ledgers.values():
+            for entry in ledger.values():
+                pos = entry.position
                 if first <= pos and (pos < last or (last_inclusive and pos == last)):
                     doomed.append(entry)
         for entry in doomed:
-            del entry.owner[entry.position[1]]
+            entry.owner.remove(entry.position[1])
         freed = sum(entry.size for entry in doomed)
         self.counters.cache_evictions_invalidation += self._drop(doomed)
         return len(doomed), freed

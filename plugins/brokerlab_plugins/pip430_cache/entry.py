@@ -1,10 +1,16 @@
-"""``RangeCacheEntryWrapper``: one cached entry, the object the global removal queue holds."""
+"""``RangeCacheEntryWrapper``: one cached entry, the object the global removal queue holds; and
+one ledger's map of them by entry id."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 from brokerlab.protocols import Position
 
-__all__ = ["CachedEntry"]
+__all__ = ["CachedEntry", "LedgerEntries"]
+
+# Empty slots a ledger's map keeps at its front before it cuts them off.
+_TRIM_AFTER = 1024
 
 
 class CachedEntry:
@@ -35,7 +41,7 @@ class CachedEntry:
         size: int,
         timestamp_ns: int,
         expected_reads: int | None,
-        owner: dict[int, CachedEntry],
+        owner: LedgerEntries,
     ) -> None:
         self.position = position
         self.size = size
@@ -44,7 +50,7 @@ class CachedEntry:
         # would make a new int object on every release.
         self.reads = 0 if expected_reads is None else expected_reads
         self.counted = expected_reads is not None
-        self.owner = owner  # the ledger's entry map this wrapper sits in
+        self.owner = owner  # the ledger's map this wrapper sits in
         self.requeue_count = 0
         self.accessed = False
         self.removed = False
@@ -59,3 +65,82 @@ class CachedEntry:
             f"reads={self.expected_reads}, requeued={self.requeue_count}, "
             f"accessed={self.accessed}, removed={self.removed})"
         )
+
+
+class LedgerEntries:
+    """One ledger's cached entries by entry id (its part of ``RangeCache``).
+
+    Entry ids are small dense ints, cached in runs, so the entries sit in a list of slots that
+    starts at id ``base`` (``None`` where nothing is cached): a lookup is an index instead of a
+    hash of a boxed int. The slots span the lowest to the highest id cached; the empty slots a
+    FIFO eviction leaves at the front are cut off once they are most of the list, so each slot is
+    copied at most once per pass of the window.
+    """
+
+    __slots__ = ("_base", "_count", "_first", "_slots")
+
+    def __init__(self) -> None:
+        self._slots: list[CachedEntry | None] = []
+        self._base = 0  # the id of slot 0
+        self._first = 0  # no entry sits before this slot
+        self._count = 0
+
+    def __len__(self) -> int:
+        return self._count
+
+    def get(self, entry_id: int) -> CachedEntry | None:
+        index = entry_id - self._base
+        if 0 <= index < len(self._slots):
+            return self._slots[index]
+        return None
+
+    def add(self, entry_id: int, entry: CachedEntry) -> bool:
+        """Put ``entry`` at ``entry_id`` unless an entry is there; whether it was put."""
+        slots = self._slots
+        if self._count == 0:
+            slots.clear()
+            self._base = entry_id
+            self._first = 0
+        index = entry_id - self._base
+        if index < 0:  # below the window: rare (a reader behind everything cached)
+            front: list[CachedEntry | None] = [None] * -index
+            self._slots = slots = front + slots
+            self._base = entry_id
+            self._first -= index
+            index = 0
+        elif index >= len(slots):
+            if index > len(slots):
+                slots.extend([None] * (index - len(slots)))
+            slots.append(entry)
+            self._count += 1
+            return True
+        elif slots[index] is not None:
+            return False
+        slots[index] = entry
+        self._count += 1
+        if index < self._first:
+            self._first = index
+        return True
+
+    def remove(self, entry_id: int) -> None:
+        """Take out the entry at ``entry_id``, which must be there."""
+        slots = self._slots
+        index = entry_id - self._base
+        slots[index] = None
+        self._count -= 1
+        if index != self._first or self._count == 0:
+            return
+        first = index + 1
+        while slots[first] is None:  # an entry remains after it
+            first += 1
+        if first > _TRIM_AFTER and 2 * first > len(slots):
+            del slots[:first]
+            self._base += first
+            first = 0
+        self._first = first
+
+    def values(self) -> Iterator[CachedEntry]:
+        """The entries in entry-id order."""
+        for entry in self._slots[self._first :]:
+            if entry is not None:
+                yield entry

@@ -9,7 +9,7 @@ A pass looks at the head and classifies it:
 
 A size pass STOPs once it has freed enough bytes (checked after MISSING, before the predicates).
 REQUEUE restamps the entry with the current time, clears ``accessed``, adds one to
-``requeue_count`` and moves it to the tail. REMOVE takes the entry out of its ledger's entry map
+``requeue_count`` and moves it to the tail. REMOVE takes the entry out of its ledger's entries
 (``owner``) and out of the queue's byte count, the cache's size.
 """
 
@@ -185,7 +185,7 @@ class RemovalQueue:
 
     def _take(self, entry: CachedEntry, kind: EvictionPass) -> None:
         """REMOVE a live entry: out of its ledger's map and the byte count, counted by pass."""
-        del entry.owner[entry.position[1]]
+        entry.owner.remove(entry.position[1])
         entry.removed = True
         self.size -= entry.size
         if kind is _TIME:
