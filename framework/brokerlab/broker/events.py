@@ -47,7 +47,7 @@ class EventLoop:
       such callback per dispatch (a consumer starting on what it was given).
     """
 
-    __slots__ = ("_at", "_due_now", "_instants", "_now", "_soon", "events_run")
+    __slots__ = ("_at", "_instants", "_now", "_soon", "events_run")
 
     def __init__(self) -> None:
         self._now = 0
@@ -57,10 +57,6 @@ class EventLoop:
         # Callbacks due at ``_now`` that were scheduled at ``_now``, in scheduling order.
         self._soon: deque[Callback | Timer] = deque()
         self.events_run = 0
-        # Whether the FIFO (or what a raising callback left of its instant) holds something due:
-        # the flag makes ``run_until`` with nothing due cheap, and a trace replay asks before
-        # every request.
-        self._due_now = False
 
     def now_ns(self) -> int:
         return self._now
@@ -81,7 +77,6 @@ class EventLoop:
     def _schedule(self, when_ns: int, item: Callback | Timer) -> None:
         if when_ns <= self._now:
             self._soon.append(item)
-            self._due_now = True
             return
         waiting = self._at.get(when_ns)
         if waiting is None:
@@ -93,7 +88,6 @@ class EventLoop:
     def soon(self, callback: Callback) -> None:
         """Schedule ``callback`` at the current instant, after everything already due now."""
         self._soon.append(callback)
-        self._due_now = True
 
     def call_every(self, first_ns: int, period_ns: int, callback: Callback) -> None:
         """Run ``callback`` at ``first_ns`` and then every ``period_ns`` (fixed delay)."""
@@ -107,12 +101,12 @@ class EventLoop:
     def run_until(self, end_ns: int, progress: Callable[[int], None] | None = None) -> None:
         """Run every callback due up to ``end_ns`` (inclusive), then set the clock to ``end_ns``."""
         instants = self._instants
-        if not self._due_now and (not instants or instants[0] > end_ns):
+        soon = self._soon
+        if not soon and (not instants or instants[0] > end_ns):
             # Nothing due (a trace replay asks before every request): only the clock moves.
             if end_ns > self._now:
                 self._now = end_ns
             return
-        soon = self._soon
         at = self._at
         now = self._now
         step = max(1, end_ns // 100)
@@ -153,7 +147,6 @@ class EventLoop:
                 # A callback raised: what remains of its instant stays scheduled.
                 at[now] = batch[index:]
                 heapq.heappush(instants, now)
-            self._due_now = bool(soon) or (bool(instants) and instants[0] <= now)
         self._now = max(self._now, end_ns)
 
 
