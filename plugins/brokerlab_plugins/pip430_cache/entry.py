@@ -4,13 +4,23 @@ one ledger's map of them by entry id."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any, Final
 
 from brokerlab.protocols import Position
 
-__all__ = ["CachedEntry", "LedgerEntries"]
+__all__ = ["CachedEntry", "LedgerEntries", "cut_front"]
 
-# Empty slots a ledger's map keeps at its front before it cuts them off.
-_TRIM_AFTER = 1024
+# Consumed slots a list keeps at its front before cut_front cuts them off.
+_CUT_AFTER: Final = 1024
+
+
+def cut_front(items: list[Any], consumed: int) -> int:
+    """Cut the first ``consumed`` items off ``items`` once they are most of the list; returns
+    how many were cut (0 or ``consumed``). Amortised, each item is copied at most once."""
+    if consumed > _CUT_AFTER and 2 * consumed > len(items):
+        del items[:consumed]
+        return consumed
+    return 0
 
 
 class CachedEntry:
@@ -133,11 +143,9 @@ class LedgerEntries:
         first = index + 1
         while slots[first] is None:  # an entry remains after it
             first += 1
-        if first > _TRIM_AFTER and 2 * first > len(slots):
-            del slots[:first]
-            self._base += first
-            first = 0
-        self._first = first
+        cut = cut_front(slots, first)
+        self._base += cut
+        self._first = first - cut
 
     def values(self) -> Iterator[CachedEntry]:
         """The entries in entry-id order."""

@@ -20,7 +20,7 @@ from typing import Final
 
 from brokerlab.protocols import Clock, EvictionDecision, EvictionPass, EvictionPredicate
 from brokerlab_plugins.entry_cache_common import CacheCounters
-from brokerlab_plugins.pip430_cache.entry import CachedEntry
+from brokerlab_plugins.pip430_cache.entry import CachedEntry, cut_front
 from brokerlab_plugins.pip430_cache.predicates import (
     ExpectedReadsPredicate,
     RecentlyAccessedPredicate,
@@ -45,8 +45,6 @@ _REQUEUE_COUNTERS = {
 _COUNTER_NAMES: Final = tuple(_REQUEUE_COUNTERS.values())
 _UNATTRIBUTED: Final = len(_COUNTER_NAMES)
 _SLOTS = {reason: slot for slot, reason in enumerate(_REQUEUE_COUNTERS)}
-# Consumed head slots the list keeps before it cuts them off.
-_COMPACT_AFTER: Final = 1024
 
 
 class RemovalQueue:
@@ -173,10 +171,7 @@ class RemovalQueue:
                     removed_bytes += entry.size
                     self._take(entry, kind)
         finally:
-            if head > _COMPACT_AFTER and 2 * head > len(queue):
-                del queue[:head]  # amortised: at most one copy per entry consumed
-                head = 0
-            self._head = head
+            self._head = head - cut_front(queue, head)
             counters.cache_eviction_work += visited
             if budget < start_budget:  # every requeue spent one unit of the budget
                 for name, count in zip(_COUNTER_NAMES, requeues, strict=False):
