@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from brokerlab import load_profile, simulate
-from brokerlab.gc_policy import new_objects_only
+from brokerlab.gc_policy import collector_paused, new_objects_only
 from brokerlab.host import PluginHost
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -71,3 +71,42 @@ def test_a_simulation_freezes_during_its_run_only() -> None:
     assert result.metrics["delivered"] > 0
     assert seen and min(seen) > 1000
     assert gc.get_freeze_count() == 0
+
+
+def test_keep_leaves_a_model_built_inside_alone_and_new_cycles_are_still_collected() -> None:
+    with new_objects_only() as keep:
+        before = gc.get_freeze_count()
+        model = [_Node() for _ in range(1000)]
+        with collector_paused():
+            assert not gc.isenabled()
+            more = [_Node() for _ in range(1000)]
+            keep()
+        assert gc.isenabled()
+        # Both lists and their 2,000 nodes are now frozen: no collection walks them.
+        assert gc.get_freeze_count() >= before + 2002
+        assert gc.get_count()[0] < 10
+        a, b = _Node(), _Node()
+        a.other, b.other = b, a
+        del a, b
+        assert gc.collect() >= 2
+        del model, more
+    assert gc.get_freeze_count() == 0
+
+
+def test_collector_paused_restores_the_collector_when_the_block_raises() -> None:
+    with pytest.raises(ValueError, match="y"), collector_paused():
+        raise ValueError("y")
+    assert gc.isenabled()
+    gc.disable()
+    with collector_paused():
+        pass
+    assert not gc.isenabled()  # a collector that was off stays off
+
+
+def test_keep_does_nothing_when_the_block_left_the_collector_alone() -> None:
+    gc.freeze()
+    outer = gc.get_freeze_count()
+    with new_objects_only() as keep:
+        _ = [_Node() for _ in range(100)]
+        keep()
+        assert gc.get_freeze_count() == outer

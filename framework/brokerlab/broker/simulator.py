@@ -15,7 +15,7 @@ from brokerlab.broker.broker import Broker, BrokerPlugins, BrokerTuning
 from brokerlab.broker.events import EventLoop
 from brokerlab.broker.streams import stream
 from brokerlab.errors import PluginError
-from brokerlab.gc_policy import new_objects_only
+from brokerlab.gc_policy import collector_paused, new_objects_only
 from brokerlab.hookspecs import hookimpl
 from brokerlab.metrics import METRICS, metrics_of
 from brokerlab.protocols import (
@@ -55,11 +55,15 @@ def run_pulsar(request: SimulationRequest) -> SimulationOutput:
         new_persister=partial(_new_persister, choices.ack_state_persister.record, context),
     )
     broker = Broker(BrokerTuning.from_settings(profile.settings), plugins, loop, request.seed)
-    broker.build(workload)
-    end = broker.end_ns
-    progress = request.progress
-    report = None if progress is None else (lambda now: progress(now / end if end else 1.0))
-    with new_objects_only():
+    # The collector walks neither the process's startup objects nor the model, which both live
+    # through the run; it collects only what the run creates.
+    with new_objects_only() as keep:
+        with collector_paused():
+            broker.build(workload)
+            keep()  # before the collector is back, or its first pass walks the whole model
+        end = broker.end_ns
+        progress = request.progress
+        report = None if progress is None else (lambda now: progress(now / end if end else 1.0))
         loop.run_until(end, report)
     metrics = _collect(broker)
     plugins.tracker_factory.close()
