@@ -560,7 +560,7 @@ class Broker:
         if nacked:
             self.loop.at(
                 self.loop.now_ns() + consumer.policy.nack_delay_ns,
-                lambda: self._redeliver(dispatcher, nacked),
+                partial(self._redeliver_nacked, dispatcher, consumer, consumer.epoch, nacked),
             )
         if consumer.queue:
             self._process(dispatcher, consumer)
@@ -600,8 +600,7 @@ class Broker:
             hist[latency] = hist_get(latency, 0) + messages
             if draws is not None and draws[i] < p_drop:
                 if draws[i] < p_nack:
-                    pending.pop(pos, None)
-                    nacked.append(pos)
+                    nacked.append(pos)  # still pending until the client asks for it again
                 elif messages > 1:
                     # One message of the batch is never acknowledged: a partial batch ack.
                     index = int(draws[i] / p_drop * messages) % messages
@@ -640,9 +639,23 @@ class Broker:
             dispatcher.tracker.mark_delete_moved(cursor.md)
         dispatcher.check_pause()
 
-    def _redeliver(self, dispatcher: Dispatcher, positions: list[Position]) -> None:
-        dispatcher.redeliver(positions)
-        dispatcher.read_more()
+    def _redeliver_nacked(
+        self, dispatcher: Dispatcher, consumer: Consumer, epoch: int, nacked: list[Position]
+    ) -> None:
+        """The client asks for its negatively acknowledged messages again, after the delay.
+
+        As Pulsar's broker does, only the positions still pending on the consumer go back: not
+        one a cumulative ack covered meanwhile. A consumer that left (or a broker that restarted)
+        since the nack handed everything back already, and its new connection starts afresh
+        (simplified: Pulsar's client would still ask, and drop its own copy of what comes back).
+        """
+        if consumer.epoch != epoch:
+            return
+        pending = consumer.pending
+        back = [pos for pos in nacked if pending.pop(pos, None) is not None]
+        if back:
+            dispatcher.redeliver(back)
+            dispatcher.read_more()
 
     def _account(self, outcome: PersistOutcome | None) -> bool:
         """Count one cursor write; returns whether there was one."""
