@@ -43,6 +43,7 @@ __all__ = [
 ]
 
 COMPILED: tuple[str, ...] = (
+    "brokerlab.broker.arrivals",
     "brokerlab.broker.broker",
     "brokerlab.broker.consumer",
     "brokerlab.broker.cursor",

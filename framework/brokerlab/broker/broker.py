@@ -11,14 +11,13 @@ from dataclasses import dataclass, fields
 from functools import partial
 from typing import Any
 
-import numpy as np
-
+from brokerlab.broker.arrivals import Backlog, Block, GroupArrivals
 from brokerlab.broker.consumer import Consumer, ConsumerPolicy, Delivery
 from brokerlab.broker.cursor import Cursor
 from brokerlab.broker.dedup import DEDUP_CURSOR, Deduplication
 from brokerlab.broker.dispatcher import Dispatcher, count_foreign_tick_changes
 from brokerlab.broker.events import EventLoop
-from brokerlab.broker.ledger import NO_KEY, LedgerIds, ManagedLedger
+from brokerlab.broker.ledger import LedgerIds, ManagedLedger
 from brokerlab.broker.streams import stream
 from brokerlab.protocols import (
     AckStatePersister,
@@ -39,7 +38,6 @@ MS = 1_000_000
 # Pulsar's statsUpdateFrequencyInSecs: how often cursors are re-checked for being active.
 STATS_INTERVAL_NS = 60 * NS
 SAMPLE_INTERVAL_NS = NS
-CHUNK = 4096
 
 
 @dataclass(slots=True)
@@ -131,147 +129,65 @@ class Topic:
         self.dedup: Deduplication | None = None
 
 
-class _Producer:
-    """Publishes one topic's entries; draws its randomness in chunks to keep the hot path cheap."""
+class _Publisher:
+    """Publishes a topic group's entries in time order: one event per instant that has any.
 
-    __slots__ = (
-        "_append",
-        "_chunk",
-        "_entries",
-        "_publish",
-        "batch_size",
-        "broker",
-        "end_ns",
-        "entry_interval_ns",
-        "key_p",
-        "rng",
-        "spec",
-        "topic",
-    )
+    Every entry due at an instant is published before anything those publishes cause, as if each
+    topic's producer had its own event scheduled ahead of time.
+    """
 
-    def __init__(
-        self, broker: Broker, topic: Topic, spec: TopicSpec, rng: np.random.Generator
-    ) -> None:
+    __slots__ = ("_arrivals", "_index", "_publish", "batch_size", "block", "broker", "topics")
+
+    def __init__(self, broker: Broker, topics: list[Topic], arrivals: GroupArrivals) -> None:
         self.broker = broker
-        self.topic = topic
-        self.spec = spec
-        self.rng = rng
-        self.batch_size = spec.batch_size
-        self.entry_interval_ns = spec.batch_size / spec.rate * NS if spec.rate > 0 else 0.0
-        if spec.keys is not None:
-            weights = 1.0 / np.arange(1, spec.keys.count + 1, dtype=float) ** spec.keys.skew
-            self.key_p: np.ndarray | None = weights / weights.sum()
-        else:
-            self.key_p = None
-        # The drawn entries not yet published, last first (``pop()`` takes the next one), and the
-        # size of the next chunk to draw.
-        self._entries: list[tuple[int, int, int, int]] = []
-        self._chunk = 16
-        self.end_ns = 0
-        # Bound once: publish() runs for every entry and reschedules itself.
-        self._append = topic.ledger.append
-        self._publish = self.publish
+        self.topics = topics
+        self.batch_size = arrivals.spec.batch_size
+        self._arrivals = arrivals
+        self.block: Block | None = None
+        self._index = 0
+        self._publish = self.publish  # bound once: it reschedules itself
 
-    def _draw(self) -> list[tuple[int, int, int, int]]:
-        """The next chunk of ``(size, key, delay_ms, gap_ns)`` per entry, last entry first.
+    def start(self) -> None:
+        """Schedule the first publish (once, after the group's topics exist)."""
+        block = self._next_block()
+        if block is not None:
+            self.broker.loop.at(block.times_ns[0], self._publish)
 
-        Chunks double from 16 up to CHUNK entries: small first chunks keep a run of 10,000 slow
-        topics from drawing millions of unused values. A chunk is drawn when the previous one is
-        used up, so the random stream sees the same calls in the same order however it is read.
-        """
-        spec, rng, n = self.spec, self.rng, self._chunk
-        self._chunk = min(n * 2, CHUNK)
-        sizes = _draw_sizes(spec, rng, n * spec.batch_size)
-        if spec.batch_size == 1:
-            entry_sizes = sizes.tolist()  # what the sums below give, for less
-        else:
-            entry_sizes = sizes.reshape(n, spec.batch_size).sum(axis=1).tolist()
-        if self.key_p is not None:
-            keys = rng.choice(len(self.key_p), size=n, p=self.key_p).tolist()
-        else:
-            keys = [NO_KEY] * n
-        delays = _draw_delays(spec, rng, n)
-        if spec.arrival == "constant":
-            gaps = [max(1, round(self.entry_interval_ns))] * n
-        else:
-            drawn = np.maximum(1, np.rint(rng.exponential(self.entry_interval_ns, n)))
-            gaps = drawn.astype(np.int64).tolist()
-        entries = list(zip(entry_sizes, keys, delays, gaps, strict=True))
-        entries.reverse()
-        return entries
-
-    def next_entry(self) -> tuple[int, int, int, int]:
-        if not self._entries:
-            self._entries = self._draw()
-        return self._entries.pop()
-
-    def first_gap(self) -> int:
-        """When the first live entry is published: one interval (or a drawn gap) after zero."""
-        if self.spec.arrival == "constant":
-            return max(1, round(self.entry_interval_ns))
-        return max(1, round(self.rng.exponential(self.entry_interval_ns)))
-
-    def prefill(self, entries: int) -> None:
-        """Write ``entries`` entries published before time zero (a backlog to catch up on)."""
-        ml = self.topic.ledger
-        step = max(1, round(self.entry_interval_ns))
-        dedup = self.topic.dedup
-        for i in range(entries):
-            size, key, _, _ = self.next_entry()
-            pos = ml.append(size, -(entries - i) * step, key, self.spec.batch_size, 0)
-            if dedup is not None:
-                self.broker._account(dedup.persisted(pos))
-        self.broker.counters.published += entries * self.spec.batch_size
-        self.broker.counters.published_entries += entries
+    def _next_block(self) -> Block | None:
+        self.block = block = self._arrivals.next_block()
+        self._index = 0
+        return block
 
     def publish(self) -> None:
         broker = self.broker
         loop = broker.loop
         now = loop.now_ns()
-        entries = self._entries
-        if not entries:
-            entries = self._entries = self._draw()
-        size, key, delay_ms, gap = entries.pop()
-        deliver_at = loop.now_ms() + delay_ms if delay_ms else 0
+        now_ms = loop.now_ms()
+        block = self.block
+        assert block is not None
+        i = self._index
+        topics = self.topics
         batch = self.batch_size
-        pos = self._append(size, now, key, batch, deliver_at)
-        topic = self.topic
-        if topic.dedup is not None:
-            broker._account(topic.dedup.persisted(pos))
-        counters = broker.counters
-        counters.published += batch
-        counters.published_entries += 1
-        broker.cache.insert(topic.name, pos, size)
-        for dispatcher in topic.dispatchers:
-            if dispatcher.waiting:
-                dispatcher.waiting = False
-                dispatcher.read_more()
-        nxt = now + gap
-        if nxt < self.end_ns:
-            loop.at(nxt, self._publish)
-
-
-def _draw_sizes(spec: TopicSpec, rng: np.random.Generator, n: int) -> np.ndarray:
-    m = spec.message_size
-    if m.kind == "fixed":
-        return np.full(n, m.value, dtype=np.int64)
-    if m.kind == "uniform":
-        return rng.integers(m.min, m.max + 1, size=n)
-    raw = rng.lognormal(np.log(m.median), m.sigma, size=n)
-    return np.clip(np.rint(raw), m.min, m.max).astype(np.int64)
-
-
-def _draw_delays(spec: TopicSpec, rng: np.random.Generator, n: int) -> list[int]:
-    if not spec.delays:
-        return [0] * n
-    u = rng.random(n)
-    out = np.zeros(n, dtype=np.int64)
-    lower = 0.0
-    for d in spec.delays:
-        chosen = (u >= lower) & (u < lower + d.fraction)
-        out[chosen] = rng.integers(d.min_ms, d.max_ms + 1, size=int(chosen.sum()))
-        lower += d.fraction
-    return out.tolist()
+        while True:
+            delay_ms = block.delays_ms[i]
+            broker.publish(
+                topics[block.topics[i]],
+                block.sizes[i],
+                now,
+                block.keys[i],
+                batch,
+                now_ms + delay_ms if delay_ms else 0,
+            )
+            i += 1
+            if i == len(block.times_ns):
+                next_block = self._next_block()
+                if next_block is None:
+                    return
+                block, i = next_block, 0
+            if block.times_ns[i] != now:
+                break
+        self._index = i
+        loop.at(block.times_ns[i], self._publish)
 
 
 class Broker:
@@ -296,21 +212,24 @@ class Broker:
         self._ledger_ids = LedgerIds()
         self._producer_names = 0
         self._end_ns = 0
-        self._publish_end: dict[int, int] = {}
 
     # ---- building -----------------------------------------------------------------------------
 
     def build(self, workload: WorkloadSpec) -> None:
         """Create topics, subscriptions, consumers, producers, events and periodic tasks."""
         self._end_ns = round((workload.duration_s + workload.drain_s) * NS)
-        for t_index, spec in enumerate(workload.topics):
-            self._publish_end[id(spec)] = round(
-                (spec.publish_until_s if spec.publish_until_s is not None else workload.duration_s)
-                * NS
-            )
-            for i in range(spec.count):
-                name = spec.name if spec.count == 1 else f"{spec.name}-{i}"
-                self._add_topic(name, spec, t_index)
+        for spec in workload.topics:
+            until_s = spec.publish_until_s
+            end_ns = round((until_s if until_s is not None else workload.duration_s) * NS)
+            arrivals = GroupArrivals(spec, stream(self.seed, "producer", spec.name), end_ns)
+            backlog = arrivals.backlog(-(-spec.backlog // spec.batch_size))
+            topics = [
+                self._add_topic(
+                    spec.name if spec.count == 1 else f"{spec.name}-{i}", spec, i, backlog
+                )
+                for i in range(spec.count)
+            ]
+            _Publisher(self, topics, arrivals).start()
         for event in workload.events:
             at = round(event.at_s * NS)
             if event.kind == "restart":
@@ -330,27 +249,48 @@ class Broker:
         self.loop.call_every(STATS_INTERVAL_NS, STATS_INTERVAL_NS, self._check_active_cursors)
         self.loop.call_every(0, SAMPLE_INTERVAL_NS, self._sample)
 
-    def publish_end_ns(self, spec: TopicSpec) -> int:
-        return self._publish_end[id(spec)]
-
-    def _add_topic(self, name: str, spec: TopicSpec, t_index: int) -> None:
+    def _add_topic(self, name: str, spec: TopicSpec, index: int, backlog: Backlog) -> Topic:
         ledger = ManagedLedger(name, self._ledger_ids, self.tuning.max_entries_per_ledger)
         topic = Topic(name, ledger, self.plugins.new_cursor_container())
         self.topics.append(topic)
         if self.tuning.dedup:
             topic.dedup = self._new_dedup(topic, spec)
-        producer = _Producer(self, topic, spec, stream(self.seed, "producer", name))
-        backlog_entries = -(-spec.backlog // spec.batch_size)
-        if backlog_entries:
-            producer.prefill(backlog_entries)
+        self._prefill(topic, spec, backlog.sizes[index], backlog.keys[index])
         self.cache.open_ledger(name, topic.cursors)
         for sub_spec in spec.subscriptions:
             for j in range(sub_spec.count):
                 sub_name = sub_spec.name if sub_spec.count == 1 else f"{sub_spec.name}-{j}"
                 self._add_subscription(topic, sub_name, sub_spec)
-        if spec.rate > 0 and self.publish_end_ns(spec) > 0:
-            producer.end_ns = self.publish_end_ns(spec)
-            self.loop.at(producer.first_gap(), producer.publish)
+        return topic
+
+    def _prefill(self, topic: Topic, spec: TopicSpec, sizes: list[int], keys: list[int]) -> None:
+        """Write a backlog published before time zero, one arrival interval apart."""
+        ml = topic.ledger
+        entries = len(sizes)
+        step = round(spec.batch_size / spec.rate * NS) if spec.rate > 0 else 1
+        step = max(1, step)
+        for i in range(entries):
+            pos = ml.append(sizes[i], -(entries - i) * step, keys[i], spec.batch_size, 0)
+            if topic.dedup is not None:
+                self._account(topic.dedup.persisted(pos))
+        self.counters.published += entries * spec.batch_size
+        self.counters.published_entries += entries
+
+    def publish(
+        self, topic: Topic, size: int, now: int, key: int, batch: int, deliver_at_ms: int
+    ) -> None:
+        """A producer's entry reaches ``topic`` at ``now``: persist it, cache it, wake readers."""
+        pos = topic.ledger.append(size, now, key, batch, deliver_at_ms)
+        if topic.dedup is not None:
+            self._account(topic.dedup.persisted(pos))
+        counters = self.counters
+        counters.published += batch
+        counters.published_entries += 1
+        self.cache.insert(topic.name, pos, size)
+        for dispatcher in topic.dispatchers:
+            if dispatcher.waiting:
+                dispatcher.waiting = False
+                dispatcher.read_more()
 
     def _new_dedup(self, topic: Topic, spec: TopicSpec) -> Deduplication:
         """The topic's ``pulsar.dedup`` cursor; producer names as a broker gives them."""
