@@ -10,11 +10,12 @@ import pytest
 
 from brokerlab import load_profile
 from brokerlab.broker.arrivals import WINDOW_ENTRIES, GroupArrivals
-from brokerlab.broker.broker import Broker, BrokerPlugins, BrokerTuning, Topic
+from brokerlab.broker.broker import Topic
 from brokerlab.broker.events import EventLoop
 from brokerlab.broker.ledger import NO_KEY
+from brokerlab.broker.simulator import wire_broker
 from brokerlab.host import PluginHost
-from brokerlab.protocols import AckState, AckStatePersister, PersistOutcome, PluginContext
+from brokerlab.protocols import AckState, AckStatePersister, PersistOutcome
 from brokerlab.workloads.loader import parse_workload
 from brokerlab.workloads.model import TopicSpec
 
@@ -135,16 +136,7 @@ def test_every_entry_of_an_instant_is_published_before_any_consumer_acks() -> No
     )
     host = PluginHost()
     profile = load_profile(None, ["sim.entryCache=disabled"], host=host)
-    choices = host.resolve(profile)
     loop = EventLoop()
-    context = PluginContext(
-        settings=profile.settings,
-        clock=loop,
-        scheduler=loop,
-        rng=rng(9),
-        plugin_settings=profile.plugin_settings,
-        new_cursor_container=choices.cursor_container.record.factory,
-    )
     seen: list[tuple[int, list[int]]] = []  # (instant, entries per topic) at each ack
     topics: list[Topic] = []
 
@@ -159,16 +151,10 @@ def test_every_entry_of_an_instant_is_published_before_any_consumer_acks() -> No
         def __getattr__(self, name: str) -> Any:
             return getattr(self.inner, name)
 
-    record = choices.ack_state_persister.record
-    plugins = BrokerPlugins(
-        cache=choices.entry_cache.record.factory(context),
-        new_cursor_container=choices.cursor_container.record.factory,
-        tracker_factory=choices.delayed_delivery.record.factory(context),
-        new_persister=lambda cursor: cast(
-            AckStatePersister, Watcher(record.factory(context, cursor))
-        ),
-    )
-    broker = Broker(BrokerTuning.from_settings(profile.settings), plugins, loop, 0)
+    def watch(inner: AckStatePersister) -> AckStatePersister:
+        return cast(AckStatePersister, Watcher(inner))
+
+    broker = wire_broker(profile, host.resolve(profile), loop, 0, watch)
     broker.build(workload)
     topics += broker.topics
     loop.run_until(broker.end_ns)

@@ -15,12 +15,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from brokerlab import load_profile
-from brokerlab.broker.broker import Broker, BrokerPlugins, BrokerTuning
+from brokerlab.broker.broker import Broker
 from brokerlab.broker.dispatcher import Dispatcher
 from brokerlab.broker.events import EventLoop
-from brokerlab.broker.streams import stream
+from brokerlab.broker.simulator import wire_broker
 from brokerlab.host import PluginHost
-from brokerlab.protocols import PluginContext
 from brokerlab.workloads import parse_workload
 
 TICK = 1000
@@ -68,24 +67,7 @@ HOST = PluginHost()
 def broker(kind: str) -> Broker:
     """The broker model wired as a simulation wires it, built but not run."""
     profile = load_profile(None, [*BASE, *TRACKERS[kind]], host=HOST)
-    choices = HOST.resolve(profile)
-    loop = EventLoop()
-    context = PluginContext(
-        settings=profile.settings,
-        clock=loop,
-        scheduler=loop,
-        rng=stream(0, "plugins"),
-        plugin_settings=profile.plugin_settings,
-        new_cursor_container=choices.cursor_container.record.factory,
-    )
-    persister = choices.ack_state_persister.record
-    plugins = BrokerPlugins(
-        cache=choices.entry_cache.record.factory(context),
-        new_cursor_container=choices.cursor_container.record.factory,
-        tracker_factory=choices.delayed_delivery.record.factory(context),
-        new_persister=lambda cursor: persister.factory(context, cursor),
-    )
-    b = Broker(BrokerTuning.from_settings(profile.settings), plugins, loop, 0)
+    b = wire_broker(profile, HOST.resolve(profile), EventLoop(), 0)
     b.build(WORKLOAD)
     return b
 

@@ -16,10 +16,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from brokerlab import load_profile, simulate
-from brokerlab.broker.broker import Broker, BrokerPlugins, BrokerTuning
+from brokerlab.broker.broker import Broker
 from brokerlab.broker.cursor import Cursor
 from brokerlab.broker.events import EventLoop
 from brokerlab.broker.ledger import LedgerIds, ManagedLedger
+from brokerlab.broker.simulator import wire_broker
 from brokerlab.broker.streams import stream
 from brokerlab.errors import WorkloadError
 from brokerlab.host import PluginHost
@@ -79,19 +80,11 @@ def plugin_context(overrides: Sequence[str], loop: EventLoop) -> tuple[Any, Plug
 def build_broker(
     overrides: Sequence[str],
     spec: WorkloadSpec,
-    wrap: Callable[[AckStatePersister], AckStatePersister] = lambda p: p,
+    wrap: Callable[[AckStatePersister], AckStatePersister] | None = None,
 ) -> Broker:
     """The broker model wired as a simulation wires it (persisters optionally wrapped)."""
-    loop = EventLoop()
-    choices, context = plugin_context(overrides, loop)
-    record = choices.ack_state_persister.record
-    plugins = BrokerPlugins(
-        cache=choices.entry_cache.record.factory(context),
-        new_cursor_container=choices.cursor_container.record.factory,
-        tracker_factory=choices.delayed_delivery.record.factory(context),
-        new_persister=lambda cursor: wrap(record.factory(context, cursor)),
-    )
-    broker = Broker(BrokerTuning.from_settings(context.settings), plugins, loop, 0)
+    profile = load_profile(None, [*BASE, *overrides], host=HOST)
+    broker = wire_broker(profile, HOST.resolve(profile), EventLoop(), 0, wrap)
     broker.build(spec)
     return broker
 

@@ -7,9 +7,9 @@ the broker's counters and the plugins' stats into metrics.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from brokerlab.broker.broker import Broker, BrokerPlugins, BrokerTuning
 from brokerlab.broker.events import EventLoop
@@ -28,33 +28,21 @@ from brokerlab.records import AckStatePersisterRecord, SimulatorRecord
 from brokerlab.workloads.model import WorkloadSpec
 from brokerlab.workloads.scaling import estimated_cost, scale_workload
 
-__all__ = ["PULSAR", "run_pulsar"]
+if TYPE_CHECKING:
+    from brokerlab.host import PluginChoices
+    from brokerlab.profiles import Profile
+
+__all__ = ["PULSAR", "run_pulsar", "wire_broker"]
 
 PULSAR = "pulsar"
 
 
 def run_pulsar(request: SimulationRequest) -> SimulationOutput:
     """Simulate a Pulsar workload (:class:`WorkloadSpec`) on the broker model."""
-    profile, choices, workload = request.profile, request.choices, request.workload
+    workload = request.workload
     assert isinstance(workload, WorkloadSpec)
     loop = EventLoop()
-    context = PluginContext(
-        settings=profile.settings,
-        clock=loop,
-        scheduler=loop,
-        rng=stream(request.seed, "plugins"),
-        plugin_settings=profile.plugin_settings,
-        new_cursor_container=choices.cursor_container.record.factory,
-    )
-    predicates = tuple(reg.record.factory(context) for reg in choices.eviction_predicates)
-    context = context.with_(eviction_predicates=predicates)
-    plugins = BrokerPlugins(
-        cache=choices.entry_cache.record.factory(context),
-        new_cursor_container=choices.cursor_container.record.factory,
-        tracker_factory=choices.delayed_delivery.record.factory(context),
-        new_persister=partial(_new_persister, choices.ack_state_persister.record, context),
-    )
-    broker = Broker(BrokerTuning.from_settings(profile.settings), plugins, loop, request.seed)
+    broker = wire_broker(request.profile, request.choices, loop, request.seed)
     # The collector walks neither the process's startup objects nor the model, which both live
     # through the run; it collects only what the run creates.
     with new_objects_only() as keep:
@@ -66,8 +54,41 @@ def run_pulsar(request: SimulationRequest) -> SimulationOutput:
         report = None if progress is None else (lambda now: progress(now / end if end else 1.0))
         loop.run_until(end, report)
     metrics = _collect(broker)
-    plugins.tracker_factory.close()
-    return SimulationOutput(metrics=metrics, plugins=choices.names(), events=loop.events_run)
+    broker.plugins.tracker_factory.close()
+    return SimulationOutput(
+        metrics=metrics, plugins=request.choices.names(), events=loop.events_run
+    )
+
+
+def wire_broker(
+    profile: Profile,
+    choices: PluginChoices,
+    loop: EventLoop,
+    seed: int,
+    wrap_persister: Callable[[AckStatePersister], AckStatePersister] | None = None,
+) -> Broker:
+    """A broker on ``loop`` with the plugins ``choices`` names, set up from ``profile``; not yet
+    built. ``wrap_persister`` (tests) wraps every cursor's persister as it is created."""
+    context = PluginContext(
+        settings=profile.settings,
+        clock=loop,
+        scheduler=loop,
+        rng=stream(seed, "plugins"),
+        plugin_settings=profile.plugin_settings,
+        new_cursor_container=choices.cursor_container.record.factory,
+    )
+    predicates = tuple(reg.record.factory(context) for reg in choices.eviction_predicates)
+    context = context.with_(eviction_predicates=predicates)
+    new_persister = partial(_new_persister, choices.ack_state_persister.record, context)
+    plugins = BrokerPlugins(
+        cache=choices.entry_cache.record.factory(context),
+        new_cursor_container=choices.cursor_container.record.factory,
+        tracker_factory=choices.delayed_delivery.record.factory(context),
+        new_persister=new_persister
+        if wrap_persister is None
+        else (lambda cursor: wrap_persister(new_persister(cursor))),
+    )
+    return Broker(BrokerTuning.from_settings(profile.settings), plugins, loop, seed)
 
 
 def _new_persister(
