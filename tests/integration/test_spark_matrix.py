@@ -167,6 +167,8 @@ def test_t_interval_matches_student() -> None:
     row = summary[summary["metric"] == "delivered"].iloc[0]
     assert row["mean"] == 12.0
     assert row["ci95_high"] - 12.0 == pytest.approx(4.303 * 2.0 / 3**0.5)
+    # Only what the cells reported has a row: no empty rows for the other metrics.
+    assert summary["metric"].tolist() == ["delivered"]
 
 
 def test_showcase_scale_fits_the_budget() -> None:

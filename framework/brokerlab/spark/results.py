@@ -140,13 +140,16 @@ class ResultStore:
 
 
 def summarize(frame: pd.DataFrame) -> pd.DataFrame:
-    """Mean and 95% t interval over seeds, per profile x overrides x workload x scale x metric."""
+    """Mean and 95% t interval over seeds, per profile x overrides x workload x scale x metric;
+    only the metrics the group's cells report (a Pulsar run has no row for a Kafka metric)."""
     ok = frame[frame["status"] == STATUS_OK]
     rows: list[dict[str, object]] = []
     for keys, group in ok.groupby(list(GROUP_COLUMNS), sort=True):
         for metric in METRIC_COLUMNS:
             values = group[metric].dropna().astype(float)
             n = len(values)
+            if not n:
+                continue  # another simulator's metric: no cell of this group reports it
             mean = float(values.mean()) if n else math.nan
             std = float(values.std(ddof=1)) if n > 1 else math.nan
             half = t_quantile_975(n - 1) * std / math.sqrt(n) if n > 1 else math.nan
