@@ -12,6 +12,7 @@ import pytest
 from brokerlab.errors import WorkloadError
 from brokerlab.records import WorkloadRecord
 from brokerlab.workloads import (
+    TopicSpec,
     WorkloadSpec,
     format_key,
     load_workload_file,
@@ -220,6 +221,31 @@ def test_event_with_unknown_group_points_at_the_event() -> None:
     text = str(error)
     assert text.startswith("w.toml:20: key 'events[1].group': event group 'bleu'")
     assert "known: blue" in text
+
+
+def test_two_topics_tables_with_one_name_point_at_the_second() -> None:
+    # Neither table names its topics: both would be called "topic".
+    text = 'name = "w"\nduration_s = 1\n\n[[topics]]\nrate = 1\n\n[[topics]]\nrate = 2\n'
+    assert str(error_of(text)) == (
+        "w.toml:7: key 'topics[1].name': an earlier [[topics]] table already has a topic named "
+        "'topic'; give each table its own name"
+    )
+
+
+def test_a_group_whose_numbered_names_clash_with_another_table() -> None:
+    text = (
+        'name = "w"\nduration_s = 1\n\n[[topics]]\nname = "t-1"\n\n'
+        '[[topics]]\nname = "t"\ncount = 3\n'
+    )
+    assert str(error_of(text)) == (
+        "w.toml:8: key 'topics[1].name': name 't' makes topic 't-1', which an earlier "
+        "[[topics]] table already has; give each table its own name"
+    )
+
+
+def test_topic_names_of_a_group() -> None:
+    assert TopicSpec(name="d", count=3).topic_names() == ["d-0", "d-1", "d-2"]
+    assert TopicSpec(name="d").topic_names() == ["d"]
 
 
 def test_missing_required_key() -> None:

@@ -224,10 +224,7 @@ class Broker:
             arrivals = GroupArrivals(spec, stream(self.seed, "producer", spec.name), end_ns)
             backlog = arrivals.backlog(-(-spec.backlog // spec.batch_size))
             topics = [
-                self._add_topic(
-                    spec.name if spec.count == 1 else f"{spec.name}-{i}", spec, i, backlog
-                )
-                for i in range(spec.count)
+                self._add_topic(name, spec, i, backlog) for i, name in enumerate(spec.topic_names())
             ]
             _Publisher(self, topics, arrivals).start()
         for event in workload.events:

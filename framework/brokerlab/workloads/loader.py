@@ -30,7 +30,7 @@ from pydantic_core import ErrorDetails
 
 from brokerlab.errors import Origin, WorkloadError, did_you_mean
 from brokerlab.records import WorkloadRecord
-from brokerlab.workloads.model import WorkloadDocument, WorkloadSpec
+from brokerlab.workloads.model import TopicSpec, WorkloadDocument, WorkloadSpec
 
 Models = Mapping[str, type[WorkloadDocument]]
 """Simulator name -> the model of its workload documents."""
@@ -421,19 +421,34 @@ def _validation_error(
     return _describe(error, root, loc, Origin(origin, _line_for(loc, lines)))
 
 
+# WorkloadSpec's whole-document rules quote the value at fault: an event's unknown group (the
+# first event naming it is pointed at) or a topics name given twice (the later table; a table
+# without the key has the default name). Entries: array, key, point at the last, default.
+_QUOTED_KEYS: tuple[tuple[str, str, bool, str | None], ...] = (
+    ("events", "group", False, None),
+    ("topics", "name", True, TopicSpec.model_fields["name"].default),
+)
+
+
 def _error_loc(error: ErrorDetails, data: Mapping[str, Any]) -> Loc:
     loc: Loc = tuple(error["loc"])
     if loc or error["type"] != "value_error":
         return loc
-    # The one whole-document rule is WorkloadSpec's check of event groups; its message quotes the
-    # group, so point at the first event with that group rather than at no line at all.
+    # Point at the table holding the quoted value rather than at no line at all.
     message = str(error.get("ctx", {}).get("error", ""))
-    events = data.get("events")
-    if isinstance(events, list):
-        for index, event in enumerate(events):
-            group = event.get("group") if isinstance(event, dict) else None
-            if isinstance(group, str) and repr(group) in message:
-                return ("events", index, "group")
+    for array, key, last, default in _QUOTED_KEYS:
+        tables = data.get(array)
+        if not isinstance(tables, list):
+            continue
+        found = [
+            index
+            for index, table in enumerate(tables)
+            if isinstance(table, dict)
+            and isinstance(value := table.get(key, default), str)
+            and repr(value) in message
+        ]
+        if found:
+            return (array, found[-1] if last else found[0], key)
     return loc
 
 

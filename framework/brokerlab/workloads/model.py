@@ -169,6 +169,12 @@ class TopicSpec(_Strict):
     publish_until_s: Annotated[float, Field(ge=0)] | None = None
     subscriptions: tuple[SubscriptionSpec, ...] = ()
 
+    def topic_names(self) -> list[str]:
+        """The names of the ``count`` topics: ``name``, or ``name-0`` to ``name-<count-1>``."""
+        if self.count == 1:
+            return [self.name]
+        return [f"{self.name}-{i}" for i in range(self.count)]
+
     @model_validator(mode="after")
     def _delay_shares_fit(self) -> TopicSpec:
         if sum(d.fraction for d in self.delays) > 1 + 1e-9:
@@ -202,6 +208,27 @@ class WorkloadSpec(WorkloadDocument):
     drain_s: Annotated[float, Field(ge=0)] = 0.0
     topics: tuple[TopicSpec, ...] = Field(min_length=1)
     events: tuple[EventSpec, ...] = ()
+
+    @model_validator(mode="after")
+    def _topic_names_unique(self) -> WorkloadSpec:
+        # Topics are known by name (the cache, the cursors, the random streams): two with one
+        # name would silently share them.
+        seen: set[str] = set()
+        for spec in self.topics:
+            names = spec.topic_names()
+            clash = next((n for n in names if n in seen), None)
+            if clash == spec.name:
+                raise ValueError(
+                    f"an earlier [[topics]] table already has a topic named {clash!r}; "
+                    "give each table its own name"
+                )
+            if clash is not None:
+                raise ValueError(
+                    f"name {spec.name!r} makes topic {clash!r}, which an earlier [[topics]] "
+                    "table already has; give each table its own name"
+                )
+            seen.update(names)
+        return self
 
     @model_validator(mode="after")
     def _event_groups_exist(self) -> WorkloadSpec:
