@@ -118,6 +118,8 @@ def test_backlog_gives_each_topic_its_entries() -> None:
     backlog = GroupArrivals(s, rng(7), NS).backlog(4)
     assert backlog.sizes == [[10] * 4] * 3
     assert len(backlog.keys) == 3 and all(len(k) == 4 for k in backlog.keys)
+    assert backlog.step_ns == NS // 5  # 10 msg/s in batches of 2: an entry every 0.2 s
+    assert GroupArrivals(spec(rate=0), rng(7), NS).backlog(2).step_ns == 1
 
 
 def test_rate_zero_or_no_time_publishes_nothing() -> None:

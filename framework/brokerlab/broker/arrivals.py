@@ -41,10 +41,12 @@ class Block:
 
 @dataclass(frozen=True, slots=True)
 class Backlog:
-    """The entries each topic holds before time zero: ``sizes[topic][i]`` and ``keys[topic][i]``."""
+    """The entries each topic holds before time zero: ``sizes[topic][i]`` and ``keys[topic][i]``,
+    published ``step_ns`` apart (the arrival interval), the last one ``step_ns`` before zero."""
 
     sizes: list[list[int]]
     keys: list[list[int]]
+    step_ns: int
 
 
 class GroupArrivals:
@@ -79,7 +81,7 @@ class GroupArrivals:
         n = self.count * entries
         sizes = self._entry_sizes(n).reshape(self.count, entries)
         keys = self._keys(n).reshape(self.count, entries)
-        return Backlog(sizes.tolist(), keys.tolist())
+        return Backlog(sizes.tolist(), keys.tolist(), max(1, self.interval_ns))
 
     def next_block(self) -> Block | None:
         """The next window's entries, or None once the producers have stopped."""

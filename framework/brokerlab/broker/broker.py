@@ -252,7 +252,7 @@ class Broker:
         self.topics.append(topic)
         if self.tuning.dedup:
             topic.dedup = self._new_dedup(topic, spec)
-        self._prefill(topic, spec, backlog.sizes[index], backlog.keys[index])
+        self._prefill(topic, spec.batch_size, backlog, index)
         self.cache.open_ledger(name, topic.cursors)
         for sub_spec in spec.subscriptions:
             for j in range(sub_spec.count):
@@ -260,17 +260,16 @@ class Broker:
                 self._add_subscription(topic, sub_name, sub_spec)
         return topic
 
-    def _prefill(self, topic: Topic, spec: TopicSpec, sizes: list[int], keys: list[int]) -> None:
-        """Write a backlog published before time zero, one arrival interval apart."""
+    def _prefill(self, topic: Topic, batch: int, backlog: Backlog, index: int) -> None:
+        """Write the topic's backlog, published before time zero."""
         ml = topic.ledger
+        sizes, keys, step = backlog.sizes[index], backlog.keys[index], backlog.step_ns
         entries = len(sizes)
-        step = round(spec.batch_size / spec.rate * NS) if spec.rate > 0 else 1
-        step = max(1, step)
         for i in range(entries):
-            pos = ml.append(sizes[i], -(entries - i) * step, keys[i], spec.batch_size, 0)
+            pos = ml.append(sizes[i], -(entries - i) * step, keys[i], batch, 0)
             if topic.dedup is not None:
                 self._account(topic.dedup.persisted(pos))
-        self.counters.published += entries * spec.batch_size
+        self.counters.published += entries * batch
         self.counters.published_entries += entries
 
     def publish(
