@@ -77,6 +77,16 @@ def test_a_quiet_group_still_gets_its_few_entries() -> None:
     assert 800 < len(got["times_ns"]) < 1200
 
 
+def test_no_block_is_empty_even_when_rounding_drops_the_last_entries() -> None:
+    # Runs of a few nanoseconds at about one entry per nanosecond: entries rounded up to the
+    # end are dropped, and a window left empty must not come back as an empty block.
+    for end in range(1, 60):
+        arrivals = GroupArrivals(spec(count=2, rate=5e8), rng(end), end)
+        while (block := arrivals.next_block()) is not None:
+            assert block.times_ns
+            assert 1 <= block.times_ns[0] and block.times_ns[-1] < end
+
+
 def test_same_seed_same_entries_another_seed_others() -> None:
     s = spec(count=5, rate=300, keys={"count": 10, "skew": 1.0})
     first = drain(GroupArrivals(s, rng(3), 10 * NS))

@@ -73,7 +73,7 @@ class GroupArrivals:
 
     @property
     def interval_ns(self) -> int:
-        """The constant arrival interval, at least 1 ns."""
+        """The constant arrival interval, at least 1 ns (0 for a group that never publishes)."""
         return max(1, round(NS / self.entry_rate)) if self.entry_rate > 0 else 0
 
     def backlog(self, entries: int) -> Backlog:
@@ -112,16 +112,15 @@ class GroupArrivals:
             length = min(self.end_ns - start, max(1, round(WINDOW_ENTRIES / (self.count * per_ns))))
             self._window_start = start + length
             counts = rng.poisson(per_ns * length, self.count)
-            total = int(counts.sum())
-            if not total:
-                continue  # a quiet window (a low rate): draw the next one
             # At least 1 ns: a producer publishes after the run starts, as with an exponential gap.
-            times = np.maximum(1, np.rint(start + rng.random(total) * length)).astype(np.int64)
+            times = np.rint(start + rng.random(int(counts.sum())) * length)
+            times = np.maximum(1, times).astype(np.int64)
             topics = np.repeat(np.arange(self.count, dtype=np.int64), counts)
-            order = np.lexsort((topics, times))
-            times, topics = times[order], topics[order]
             keep = times < self.end_ns  # rounding can reach the end of the last window
-            return times[keep], topics[keep]
+            if keep.any():
+                order = np.lexsort((topics[keep], times[keep]))
+                return times[keep][order], topics[keep][order]
+            # A quiet window (a low rate): draw the next one.
         return None
 
     def _constant_window(self) -> tuple[np.ndarray, np.ndarray] | None:
