@@ -84,7 +84,7 @@ def test_no_block_is_empty_even_when_rounding_drops_the_last_entries() -> None:
         arrivals = GroupArrivals(spec(count=2, rate=5e8), rng(end), end)
         while (block := arrivals.next_block()) is not None:
             assert block.times_ns
-            assert 1 <= block.times_ns[0] and block.times_ns[-1] < end
+            assert block.times_ns[0] >= 1 and block.times_ns[-1] < end
 
 
 def test_same_seed_same_entries_another_seed_others() -> None:
