@@ -50,9 +50,9 @@ def collector_paused() -> Iterator[None]:
 
     Building a model of 10,000 topics allocates hundreds of objects per topic, all alive until
     the run ends, and the collector would walk them again and again as they pile up (a third
-    of a second in ``many-topics``) to find nothing; ``keep`` them afterwards. A cycle that does
-    become garbage inside is collected by the first collection after the block. A collector that
-    was off stays off.
+    of a second in ``many-topics``) to find nothing; ``keep`` them before the block ends, or the
+    first collection after it walks them all once. A cycle that does become garbage inside is
+    collected by the first collection after the block. A collector that was off stays off.
     """
     if not gc.isenabled():
         yield
