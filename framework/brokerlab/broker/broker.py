@@ -117,7 +117,8 @@ class BrokerPlugins:
 
 
 class Topic:
-    """A topic: its managed ledger, active-cursor container, subscriptions and producer."""
+    """A topic: its managed ledger, active-cursor container and subscriptions (its group's
+    ``_Publisher`` publishes to it)."""
 
     __slots__ = ("cursors", "dedup", "dispatchers", "ledger", "name")
 
@@ -255,8 +256,7 @@ class Broker:
         self._prefill(topic, spec.batch_size, backlog, index)
         self.cache.open_ledger(name, topic.cursors)
         for sub_spec in spec.subscriptions:
-            for j in range(sub_spec.count):
-                sub_name = sub_spec.name if sub_spec.count == 1 else f"{sub_spec.name}-{j}"
+            for sub_name in sub_spec.subscription_names():
                 self._add_subscription(topic, sub_name, sub_spec)
         return topic
 

@@ -43,6 +43,13 @@ __all__ = [
 SubscriptionType = Literal["Exclusive", "Failover", "Shared", "Key_Shared"]
 
 
+def _numbered(name: str, count: int) -> list[str]:
+    """``count`` names: ``name`` alone, or ``name-0`` to ``name-<count-1>``."""
+    if count == 1:
+        return [name]
+    return [f"{name}-{i}" for i in range(count)]
+
+
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -138,6 +145,10 @@ class SubscriptionSpec(_Strict):
     initial_position: Literal["earliest", "latest"] = "latest"
     consumers: tuple[ConsumerSpec, ...] = (ConsumerSpec(),)
 
+    def subscription_names(self) -> list[str]:
+        """The names of the ``count`` subscriptions, numbered as topics are."""
+        return _numbered(self.name, self.count)
+
     @model_validator(mode="after")
     def _cumulative_needs_single_consumer(self) -> SubscriptionSpec:
         if self.type in ("Shared", "Key_Shared") and any(
@@ -171,9 +182,7 @@ class TopicSpec(_Strict):
 
     def topic_names(self) -> list[str]:
         """The names of the ``count`` topics: ``name``, or ``name-0`` to ``name-<count-1>``."""
-        if self.count == 1:
-            return [self.name]
-        return [f"{self.name}-{i}" for i in range(self.count)]
+        return _numbered(self.name, self.count)
 
     @model_validator(mode="after")
     def _delay_shares_fit(self) -> TopicSpec:
