@@ -13,7 +13,7 @@ from __future__ import annotations
 from bisect import bisect_right
 from collections.abc import Callable, Iterable
 from itertools import accumulate
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -54,6 +54,7 @@ class Dispatcher:
         "_multi",
         "_new_tracker",
         "_reading",
+        "_released",
         "_rng",
         "_rr",
         "_shared",
@@ -110,6 +111,9 @@ class Dispatcher:
         # Fixed for the dispatcher's life, read on every read and dispatch.
         self.topic_name = topic.name
         self._cache = broker.cache
+        # Bound once: a dispatch of one entry (a quiet topic's usual read) would otherwise build
+        # the bound method on every call.
+        self._released = broker.cache.released
         self._multi = kind in MULTI_CONSUMER
         self._key_shared = kind == "Key_Shared"
         self._shared = kind == "Shared"
@@ -308,7 +312,7 @@ class Dispatcher:
         stop = last + 1
         broker = self.broker
         counters = broker.counters
-        released = self._cache.released
+        released = self._released
         topic = self.topic_name
         deliver_at_ms = ledger.deliver_at_ms
         batch = ledger.batch
@@ -327,7 +331,10 @@ class Dispatcher:
         new = source == NEW
         replayed = source == REPLAY
         for entry_id in range(first, stop):
-            pos = (ledger_id, entry_id)
+            # ``Any``, not ``Position``: compiled, a typed pair is kept unboxed and boxed again
+            # into a new tuple at each use below (the cache, the receiver queue, the pending map);
+            # as an object it is built once and shared.
+            pos: Any = (ledger_id, entry_id)
             released(topic, pos)
             if entry_id <= md_entry or (acked is not None and entry_id in acked):
                 # Acknowledged entries are filtered out, whatever handed them back.

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
-from functools import lru_cache
 from typing import Literal, Protocol
 
 from brokerlab.protocols import BatchAck, Clock, PersistOutcome, Position, RecoveredAckState
@@ -80,17 +79,25 @@ class MetadataNodes(Protocol):
         """Size of the node pointing at the new cursor ledger ``ledger_id`` (no ranges)."""
 
 
-_shared_outcome = lru_cache(maxsize=256, typed=True)(PersistOutcome)
+_OUTCOMES_KEPT = 4096
+_outcomes: dict[tuple[int, int, int, bool], PersistOutcome] = {}
 """``PersistOutcome(bytes, persisted, dropped, to_store)``, one shared instance per value.
 
 An outcome is a frozen value and most writes repeat one of a few (an empty state, whose size
-follows the mark-delete's varint widths); sharing them skips the frozen dataclass __init__.
+follows the mark-delete's varint widths); sharing them skips the frozen dataclass __init__. A
+plain dict, not ``lru_cache``: the first few thousand values stay, and the lookup is one hash.
 """
 
 
 def _landed(entry: Encoded, spent: int, to_store: bool) -> PersistOutcome:
     """A storage operation that made ``entry`` durable at a cost of ``spent`` bytes."""
-    return _shared_outcome(spent, entry.ranges_persisted, entry.ranges_dropped, to_store)
+    key = (spent, entry.ranges_persisted, entry.ranges_dropped, to_store)
+    outcome = _outcomes.get(key)
+    if outcome is None:
+        outcome = PersistOutcome(spent, entry.ranges_persisted, entry.ranges_dropped, to_store)
+        if len(_outcomes) < _OUTCOMES_KEPT:
+            _outcomes[key] = outcome
+    return outcome
 
 
 class CursorStorage:

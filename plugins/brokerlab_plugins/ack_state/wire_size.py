@@ -128,7 +128,8 @@ def batch_info_bytes(position: Position, ack: BatchAck) -> int:
 
 
 def batches_bytes(batch_acks: Mapping[Position, BatchAck]) -> int:
-    # Loops rather than sum() over a generator: most writes have none, and then cost one call.
+    if not batch_acks:
+        return 0  # most writes: no partial batch, and no items() view to build and walk
     total = 0
     for pos, ack in batch_acks.items():
         total += batch_info_bytes(pos, ack)

@@ -94,6 +94,16 @@ class SortedListCursorContainer:
         elif position is None:
             del self._member_of[cursor]
             self._untrack(old)
+        elif len(self._order) == 1 and self._member_of[cursor].members == 1:
+            # The only tracked cursor (one subscription per topic): nothing to pass or count.
+            # Handled here, where the positions are still the caller's tuples (compiled, _move
+            # takes them unboxed and would build new ones for the list and the dict). clear(),
+            # not del: a deleted key leaves a dummy, and every few moves the table is rebuilt.
+            groups = self._groups
+            group = self._member_of[cursor]
+            groups.clear()
+            groups[position] = group
+            self._order[0] = position
         else:
             self._member_of[cursor] = self._move(old, position)
 
@@ -179,12 +189,6 @@ class SortedListCursorContainer:
     def _move(self, old: Position, new: Position) -> _Group:
         order, groups = self._order, self._groups
         old_group = groups[old]
-        if len(order) == 1 and old_group.members == 1:
-            # The only tracked cursor (one subscription per topic): nothing to pass or count.
-            order[0] = new
-            groups.clear()
-            groups[new] = old_group
-            return old_group
         old_index = bisect_left(order, old)
         new_index = bisect_left(order, new)
         new_group = groups.get(new)
