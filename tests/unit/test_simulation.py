@@ -248,6 +248,45 @@ def test_delayed_messages_go_out_at_once_when_delivery_is_disabled(host: PluginH
     assert m["latency_p99_ms"] < 1000
 
 
+@pytest.mark.parametrize("factory", ["in-memory", "topic-level"])
+def test_only_shared_subscriptions_delay_messages(host: PluginHost, factory: str) -> None:
+    """Pulsar's single-active-consumer dispatcher (Exclusive, Failover) has no delayed-delivery
+    tracker: it dispatches a message with a deliver-at time at once. Shared holds it."""
+    toml = """
+        name = "delays"
+        duration_s = 2
+        drain_s = 1
+        [[topics]]
+        rate = 100
+        delays = [{ fraction = 1.0, min_ms = 60000, max_ms = 60000 }]
+        [[topics.subscriptions]]
+        name = "exclusive"
+        type = "Exclusive"
+        consumers = [{ rate = 0 }]
+        [[topics.subscriptions]]
+        name = "failover"
+        type = "Failover"
+        consumers = [{ rate = 0 }]
+        [[topics.subscriptions]]
+        name = "shared"
+        type = "Shared"
+        consumers = [{ rate = 0 }]
+    """
+    m = run(
+        host,
+        toml,
+        0,
+        "delayedDeliveryEnabled=true",
+        f"delayedDeliveryTrackerFactoryClassName={factory}",
+    ).metrics
+    assert m["published"] > 0
+    # Every message once to each of the two single-active-consumer subscriptions, none to Shared.
+    assert m["delivered"] == 2 * m["published"]
+    assert m["delayed_messages"] == m["published"]
+    assert m["latency_p99_ms"] < 1000
+    assert m["delayed_early_deliveries"] == 0
+
+
 def test_builtin_workload_by_name_with_progress(host: PluginHost) -> None:
     seen: list[float] = []
     spec_profile = profile(host)

@@ -572,7 +572,8 @@ class Broker:
             if self.tuning.track_mark_delete and dispatcher.active:
                 dispatcher.topic.cursors.update(cursor.name, cursor.md)
                 self.cache.cursors_changed(dispatcher.topic.name)
-            dispatcher.tracker.mark_delete_moved(cursor.md)
+            if dispatcher.tracker is not None:
+                dispatcher.tracker.mark_delete_moved(cursor.md)
         dispatcher.check_pause()
 
     def _redeliver_nacked(

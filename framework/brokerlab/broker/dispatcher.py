@@ -4,8 +4,10 @@ It follows Pulsar's persistent dispatchers: it reads in batches of at most
 ``dispatcherMaxReadBatchSize`` entries and never more messages than the consumers have permits for;
 it reads the replay queue (redeliveries, Key_Shared entries whose consumer is blocked) before new
 entries; delayed messages go to the delayed-delivery tracker and come back when due; it skips new
-reads while the ack-state persister asks for a pause (Shared and Key_Shared only) or the tracker's
-fixed-delay rule says so. Reads are synchronous: the model has no read latency.
+reads while the ack-state persister asks for a pause or the tracker's fixed-delay rule says so.
+Delayed delivery and the pause are Shared and Key_Shared features: Pulsar's single-active-consumer
+dispatcher (Exclusive, Failover) has no tracker and dispatches a delayed message at once. Reads are
+synchronous: the model has no read latency.
 """
 
 from __future__ import annotations
@@ -106,15 +108,18 @@ class Dispatcher:
         self._reading = False
         self._rr = 0
         self._new_tracker = new_tracker
-        self.tracker = new_tracker(self.wake)
-        self.tick_seen = self.tracker.tick_ms
+        self._multi = kind in MULTI_CONSUMER
+        # Only a multi-consumer subscription has a tracker, as in Pulsar.
+        self.tracker: DelayedDeliveryTracker | None = None
+        if self._multi:
+            self.tracker = new_tracker(self.wake)
+        self.tick_seen = self.tracker.tick_ms if self.tracker is not None else 0
         # Fixed for the dispatcher's life, read on every read and dispatch.
         self.topic_name = topic.name
         self._cache = broker.cache
         # Bound once: a dispatch of one entry (a quiet topic's usual read) would otherwise build
         # the bound method on every call.
         self._released = broker.cache.released
-        self._multi = kind in MULTI_CONSUMER
         self._key_shared = kind == "Key_Shared"
         self._shared = kind == "Shared"
         self._tracks_read = not broker.tuning.track_mark_delete
@@ -133,10 +138,12 @@ class Dispatcher:
         self.broker.loop.at(self.broker.loop.now_ns(), self.read_more)
 
     def reset_tracker(self) -> None:
+        self.delayed_outstanding.clear()
+        if self.tracker is None:
+            return
         self.tracker.close()
         self.tracker = self._new_tracker(self.wake)
         self.tick_seen = self.tracker.tick_ms
-        self.delayed_outstanding.clear()
 
     def tracked_position(self) -> Position:
         """What the active-cursor container orders this cursor by: the read position, or the
@@ -164,8 +171,10 @@ class Dispatcher:
         if self._reading:
             return
         replay = self.replay
-        if self.waiting and not replay.queued and not self.tracker.has_message_available():
-            return  # caught up: the next publish wakes us
+        if self.waiting and not replay.queued:
+            tracker = self.tracker
+            if tracker is None or not tracker.has_message_available():
+                return  # caught up: the next publish wakes us
         self._reading = True
         try:
             tried_replay = tracker_empty = False
@@ -190,8 +199,8 @@ class Dispatcher:
                     if self._read_replay(limit):
                         tried_replay = False
                         continue
-                tracker = self.tracker
-                if not tracker_empty and tracker.has_message_available():
+                tracker = self.tracker  # None: a single-active-consumer subscription
+                if tracker is not None and not tracker_empty and tracker.has_message_available():
                     due = tracker.get_scheduled_messages(limit)
                     if not due:
                         self.broker.counters.delayed_spurious_available += 1
@@ -200,7 +209,9 @@ class Dispatcher:
                     if due and self._read_positions(due, from_tracker=True):
                         continue
                     tracker_empty = True
-                if self.paused_since is not None or tracker.should_pause_all_deliveries():
+                if self.paused_since is not None or (
+                    tracker is not None and tracker.should_pause_all_deliveries()
+                ):
                     return
                 if self._key_shared and len(replay) >= KEY_SHARED_LOOKAHEAD:
                     return
@@ -315,6 +326,7 @@ class Dispatcher:
         released = self._released
         topic = self.topic_name
         deliver_at_ms = ledger.deliver_at_ms
+        tracker = self.tracker
         batch = ledger.batch
         keys = ledger.keys
         publish_ns = ledger.publish_ns
@@ -342,10 +354,10 @@ class Dispatcher:
                     replay.discard(pos)
                 continue
             deliver_at = deliver_at_ms[entry_id]
-            if deliver_at and new:
+            if deliver_at and new and tracker is not None:
                 if now_ms < 0:
                     now_ms = broker.loop.now_ms()
-                if deliver_at > now_ms and self.tracker.add_message(
+                if deliver_at > now_ms and tracker.add_message(
                     ledger_id, entry_id, deliver_at
                 ):
                     counters.delayed_messages += 1
@@ -447,9 +459,12 @@ class Dispatcher:
         Only this call may change this subscription's tick: a change it makes to another
         subscription's tick, or one seen before it, counts as a foreign tick change (D4).
         """
+        tracker = self.tracker
+        if tracker is None:
+            return  # no tracker, no tick (Exclusive, Failover)
         count_foreign_tick_changes(self.topic.dispatchers)
-        self.tracker.reset_tick_time(tick_ms)
-        self.tick_seen = self.tracker.tick_ms
+        tracker.reset_tick_time(tick_ms)
+        self.tick_seen = tracker.tick_ms
         count_foreign_tick_changes(self.topic.dispatchers)
 
     # ---- pause --------------------------------------------------------------------------------
@@ -476,6 +491,8 @@ def count_foreign_tick_changes(dispatchers: Iterable[Dispatcher]) -> None:
     move (``delayed_foreign_tick_changes``).
     """
     for dispatcher in dispatchers:
+        if dispatcher.tracker is None:
+            continue
         tick = dispatcher.tracker.tick_ms
         if tick != dispatcher.tick_seen:
             dispatcher.tick_seen = tick
