@@ -357,9 +357,7 @@ class Dispatcher:
             if deliver_at and new and tracker is not None:
                 if now_ms < 0:
                     now_ms = broker.loop.now_ms()
-                if deliver_at > now_ms and tracker.add_message(
-                    ledger_id, entry_id, deliver_at
-                ):
+                if deliver_at > now_ms and tracker.add_message(ledger_id, entry_id, deliver_at):
                     counters.delayed_messages += 1
                     self.delayed_outstanding[pos] = self.delayed_outstanding.get(pos, 0) + 1
                     continue
