@@ -243,6 +243,100 @@ def test_a_group_whose_numbered_names_clash_with_another_table() -> None:
     )
 
 
+def test_two_subscriptions_of_a_topic_with_one_name_point_at_the_second() -> None:
+    # They would share one cursor: a disconnect of either would remove both.
+    text = (
+        'name = "w"\nduration_s = 1\n\n[[topics]]\nname = "t"\n\n'
+        '[[topics.subscriptions]]\nname = "s"\n\n[[topics.subscriptions]]\nname = "a"\n\n'
+        '[[topics.subscriptions]]\nname = "s"\n'
+    )
+    assert str(error_of(text)) == (
+        "w.toml:14: key 'topics[0].subscriptions[2].name': an earlier [[topics.subscriptions]] "
+        "table already has a subscription named 's'; give each table its own name"
+    )
+
+
+def test_subscriptions_of_different_topics_may_share_a_name() -> None:
+    text = (
+        'name = "w"\nduration_s = 1\n\n[[topics]]\nname = "t"\n'
+        '[[topics.subscriptions]]\nname = "s"\ncount = 2\n\n'
+        '[[topics]]\nname = "u"\n[[topics.subscriptions]]\nname = "s-1"\n'
+    )
+    spec = parse_workload(text, "w.toml")
+    assert [sub.subscription_names() for t in spec.topics for sub in t.subscriptions] == [
+        ["s-0", "s-1"],
+        ["s-1"],
+    ]
+    clash = text.replace('[[topics]]\nname = "u"\n', "")
+    assert "makes" not in str(error_of(clash))  # the later table's own name is the clash
+    assert "subscription named 's-1'" in str(error_of(clash))
+
+
+def test_an_event_after_the_end_of_the_run_points_at_the_event() -> None:
+    text = HEADER + doc("""
+        [[events]]
+        at_s = 5
+        kind = "restart"
+
+        [[events]]
+        at_s = 12
+        kind = "restart"
+        """)
+    assert str(error_of(text)) == (
+        "w.toml:14: key 'events[1]': at_s (12) is after the end of the run "
+        "(10 s = duration_s + drain_s): the event would never happen"
+    )
+
+
+def test_times_inside_the_run_are_accepted() -> None:
+    text = (
+        'name = "w"\nduration_s = 2\ndrain_s = 1\n\n[[topics]]\npublish_until_s = 2\n'
+        "[[topics.subscriptions]]\nconsumers = [{ connect_at_s = 2.5 }]\n"
+        '[[events]]\nat_s = 3\nkind = "restart"\n'
+    )
+    spec = parse_workload(text, "w.toml")
+    assert spec.events[0].at_s == 3 and spec.topics[0].publish_until_s == 2
+
+
+def test_producers_cannot_publish_into_the_drain() -> None:
+    text = 'name = "w"\nduration_s = 2\ndrain_s = 10\n\n[[topics]]\npublish_until_s = 2.5\n'
+    assert str(error_of(text)) == (
+        "w.toml:5: key 'topics[0]': publish_until_s (2.5) is after duration_s (2); producers "
+        "stop at duration_s at the latest"
+    )
+
+
+def test_a_consumer_connecting_after_the_run_is_an_error() -> None:
+    text = (
+        'name = "w"\nduration_s = 2\ndrain_s = 1\n\n[[topics]]\n'
+        "[[topics.subscriptions]]\nconsumers = [{ connect_at_s = 3 }]\n"
+    )
+    assert "connect_at_s (3) of a consumer of subscription sub is not before the end" in str(
+        error_of(text)
+    )
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "allowed"),
+    [
+        ("duration_s", "1e300", "a number > 0 and <= 10000000"),
+        ("topics[0].rate", "1e300", "a number >= 0 and <= 10000000"),
+        ("topics[0].keys.count", "9223372036854775807", "an integer >= 1 and <= 1000000"),
+        ("topics[0].backlog", "1000000000000", "an integer >= 0 and <= 10000000"),
+    ],
+)
+def test_values_the_model_cannot_hold_are_out_of_range(key: str, value: str, allowed: str) -> None:
+    body = {
+        "duration_s": f"duration_s = {value}\n[[topics]]\n",
+        "topics[0].rate": f"duration_s = 1\n[[topics]]\nrate = {value}\n",
+        "topics[0].keys.count": f"duration_s = 1\n[[topics]]\nkeys = {{ count = {value} }}\n",
+        "topics[0].backlog": f"duration_s = 1\n[[topics]]\nbacklog = {value}\n",
+    }[key]
+    text = str(error_of('name = "w"\n' + body))
+    assert f"key '{key}': value " in text and "is out of range" in text
+    assert text.endswith(f"allowed: {allowed}")
+
+
 def test_topic_names_of_a_group() -> None:
     assert TopicSpec(name="d", count=3).topic_names() == ["d-0", "d-1", "d-2"]
     assert TopicSpec(name="d").topic_names() == ["d"]
@@ -252,7 +346,8 @@ def test_missing_required_key() -> None:
     error = error_of('name = "w"\n\n[[topics]]\n')
     assert (
         str(error)
-        == "w.toml: key 'duration_s': is missing and has no default; allowed: a number > 0"
+        == "w.toml: key 'duration_s': is missing and has no default; allowed: a number > 0 and "
+        "<= 10000000"
     )
 
 

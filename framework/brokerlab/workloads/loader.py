@@ -30,7 +30,7 @@ from pydantic_core import ErrorDetails
 
 from brokerlab.errors import Origin, WorkloadError, did_you_mean
 from brokerlab.records import WorkloadRecord
-from brokerlab.workloads.model import TopicSpec, WorkloadDocument, WorkloadSpec
+from brokerlab.workloads.model import SubscriptionSpec, TopicSpec, WorkloadDocument, WorkloadSpec
 
 Models = Mapping[str, type[WorkloadDocument]]
 """Simulator name -> the model of its workload documents."""
@@ -421,23 +421,34 @@ def _validation_error(
     return _describe(error, root, loc, Origin(origin, _line_for(loc, lines)))
 
 
-# WorkloadSpec's whole-document rules quote the value at fault: an event's unknown group (the
-# first event naming it is pointed at) or a topics name given twice (the later table; a table
-# without the key has the default name). Entries: array, key, point at the last, default.
+# Rules that span several tables (WorkloadSpec's, and TopicSpec's over its subscriptions) quote
+# the value at fault: an event's unknown group (the first event naming it is pointed at), or a
+# topic or subscription name given twice (the later table; a table without the key has the default
+# name). Entries: array, key, point at the last, default. A rule's tables are looked for in the
+# table the error belongs to.
 _QUOTED_KEYS: tuple[tuple[str, str, bool, str | None], ...] = (
     ("events", "group", False, None),
     ("topics", "name", True, TopicSpec.model_fields["name"].default),
+    ("subscriptions", "name", True, SubscriptionSpec.model_fields["name"].default),
 )
 
 
 def _error_loc(error: ErrorDetails, data: Mapping[str, Any]) -> Loc:
     loc: Loc = tuple(error["loc"])
-    if loc or error["type"] != "value_error":
+    if error["type"] != "value_error":
         return loc
-    # Point at the table holding the quoted value rather than at no line at all.
+    # Point at the table holding the quoted value rather than at the whole table (or document).
+    owner: Any = data
+    for part in loc:
+        try:
+            owner = owner[part]
+        except (KeyError, IndexError, TypeError):
+            return loc
+    if not isinstance(owner, Mapping):
+        return loc
     message = str(error.get("ctx", {}).get("error", ""))
     for array, key, last, default in _QUOTED_KEYS:
-        tables = data.get(array)
+        tables = owner.get(array)
         if not isinstance(tables, list):
             continue
         found = [
@@ -448,7 +459,7 @@ def _error_loc(error: ErrorDetails, data: Mapping[str, Any]) -> Loc:
             and repr(value) in message
         ]
         if found:
-            return (array, found[-1] if last else found[0], key)
+            return (*loc, array, found[-1] if last else found[0], key)
     return loc
 
 

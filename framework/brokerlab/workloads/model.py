@@ -24,9 +24,10 @@ Times are seconds of simulated time from the start of the run; rates are per sec
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationInfo, model_validator
 
 __all__ = [
     "ConsumerSpec",
@@ -42,12 +43,46 @@ __all__ = [
 
 SubscriptionType = Literal["Exclusive", "Failover", "Shared", "Key_Shared"]
 
+# Upper bounds that keep every value inside what the model can represent and allocate: times in
+# integer nanoseconds, Poisson draws, per-key weights and backlog arrays. Far above any run that
+# finishes (116 days of simulated time; ten million messages per second per topic).
+MAX_SECONDS = 10_000_000
+MAX_RATE = 10_000_000
+MAX_KEYS = 1_000_000
+MAX_BACKLOG = 10_000_000
+
+Seconds = Annotated[float, Field(ge=0, le=MAX_SECONDS)]
+Rate = Annotated[float, Field(ge=0, le=MAX_RATE)]
+
 
 def _numbered(name: str, count: int) -> list[str]:
     """``count`` names: ``name`` alone, or ``name-0`` to ``name-<count-1>``."""
     if count == 1:
         return [name]
     return [f"{name}-{i}" for i in range(count)]
+
+
+def _check_unique(tables: Iterable[tuple[str, list[str]]], thing: str, table: str) -> None:
+    """Raise if a table's numbered names repeat an earlier table's.
+
+    ``tables`` holds each table's ``name`` and the names it makes. Topics, and subscriptions
+    within a topic, are known by name (the cache, the cursors, the random streams): two with one
+    name would silently share them.
+    """
+    seen: set[str] = set()
+    for name, names in tables:
+        clash = next((n for n in names if n in seen), None)
+        if clash == name:
+            raise ValueError(
+                f"an earlier {table} table already has a {thing} named {clash!r}; "
+                "give each table its own name"
+            )
+        if clash is not None:
+            raise ValueError(
+                f"name {name!r} makes {thing} {clash!r}, which an earlier {table} "
+                "table already has; give each table its own name"
+            )
+        seen.update(names)
 
 
 class _Strict(BaseModel):
@@ -64,7 +99,7 @@ class WorkloadDocument(_Strict):
     simulator: str = "pulsar"
     name: str
     description: str = ""
-    duration_s: Annotated[float, Field(gt=0)]
+    duration_s: Annotated[float, Field(gt=0, le=MAX_SECONDS)]
 
 
 class SizeSpec(_Strict):
@@ -88,7 +123,7 @@ class SizeSpec(_Strict):
 class KeySpec(_Strict):
     """Message keys: ``count`` distinct keys drawn with Zipf-like ``skew`` (0 = uniform)."""
 
-    count: Annotated[int, Field(ge=1)] = 100
+    count: Annotated[int, Field(ge=1, le=MAX_KEYS)] = 100
     skew: Annotated[float, Field(ge=0)] = 0.0
 
 
@@ -96,8 +131,8 @@ class DelaySpec(_Strict):
     """A share of messages published with a deliver-at time ``min_ms..max_ms`` after publishing."""
 
     fraction: Annotated[float, Field(gt=0, le=1)]
-    min_ms: Annotated[int, Field(ge=0)]
-    max_ms: Annotated[int, Field(ge=0)]
+    min_ms: Annotated[int, Field(ge=0, le=MAX_SECONDS * 1000)]
+    max_ms: Annotated[int, Field(ge=0, le=MAX_SECONDS * 1000)]
 
     @model_validator(mode="after")
     def _bounds_ordered(self) -> DelaySpec:
@@ -117,14 +152,14 @@ class ConsumerSpec(_Strict):
 
     name: str = "consumer"
     count: Annotated[int, Field(ge=1)] = 1
-    rate: Annotated[float, Field(ge=0)] = 0.0
+    rate: Rate = 0.0
     receiver_queue_size: Annotated[int, Field(ge=1)] = 1000
     ack: Literal["individual", "cumulative"] = "individual"
     ack_hole_probability: Annotated[float, Field(ge=0, le=1)] = 0.0
     nack_probability: Annotated[float, Field(ge=0, le=1)] = 0.0
-    nack_redelivery_delay_ms: Annotated[int, Field(ge=0)] = 60_000
-    connect_at_s: Annotated[float, Field(ge=0)] = 0.0
-    disconnect_at_s: Annotated[float, Field(gt=0)] | None = None
+    nack_redelivery_delay_ms: Annotated[int, Field(ge=0, le=MAX_SECONDS * 1000)] = 60_000
+    connect_at_s: Seconds = 0.0
+    disconnect_at_s: Annotated[float, Field(gt=0, le=MAX_SECONDS)] | None = None
     group: str | None = None
 
     @model_validator(mode="after")
@@ -169,15 +204,15 @@ class TopicSpec(_Strict):
 
     name: str = "topic"
     count: Annotated[int, Field(ge=1)] = 1
-    rate: Annotated[float, Field(ge=0)] = 100.0
+    rate: Rate = 100.0
     arrival: Literal["constant", "poisson"] = "poisson"
     message_size: SizeSpec = SizeSpec()
     batch_size: Annotated[int, Field(ge=1)] = 1
     producers: Annotated[int, Field(ge=1)] = 1
     keys: KeySpec | None = None
     delays: tuple[DelaySpec, ...] = ()
-    backlog: Annotated[int, Field(ge=0)] = 0
-    publish_until_s: Annotated[float, Field(ge=0)] | None = None
+    backlog: Annotated[int, Field(ge=0, le=MAX_BACKLOG)] = 0
+    publish_until_s: Seconds | None = None
     subscriptions: tuple[SubscriptionSpec, ...] = ()
 
     def topic_names(self) -> list[str]:
@@ -190,12 +225,21 @@ class TopicSpec(_Strict):
             raise ValueError("the fractions of delays add up to more than 1")
         return self
 
+    @model_validator(mode="after")
+    def _subscription_names_unique(self) -> TopicSpec:
+        _check_unique(
+            ((s.name, s.subscription_names()) for s in self.subscriptions),
+            "subscription",
+            "[[topics.subscriptions]]",
+        )
+        return self
+
 
 class EventSpec(_Strict):
     """What happens at ``at_s``: a broker restart (a crash), an unload of every topic (graceful),
     or a consumer group leaves or returns."""
 
-    at_s: Annotated[float, Field(ge=0)]
+    at_s: Seconds
     kind: Literal["restart", "unload", "disconnect", "reconnect"]
     group: str | None = None
 
@@ -209,34 +253,61 @@ class EventSpec(_Strict):
         return self
 
 
+def _run_end_s(info: ValidationInfo) -> tuple[float, float] | None:
+    """``duration_s`` and the end of the run (``duration_s + drain_s``), once both are valid."""
+    duration, drain = info.data.get("duration_s"), info.data.get("drain_s")
+    if duration is None or drain is None:
+        return None  # already reported
+    return duration, duration + drain
+
+
+def _topic_within_the_run(topic: TopicSpec, info: ValidationInfo) -> TopicSpec:
+    # Checked per table, so an error points at it; anything later would silently never happen.
+    times = _run_end_s(info)
+    if times is None:
+        return topic
+    duration, end = times
+    until = topic.publish_until_s
+    if until is not None and until > duration:
+        raise ValueError(
+            f"publish_until_s ({until:g}) is after duration_s ({duration:g}); producers stop at "
+            "duration_s at the latest"
+        )
+    for sub in topic.subscriptions:
+        for consumer in sub.consumers:
+            if consumer.connect_at_s >= end:
+                raise ValueError(
+                    f"connect_at_s ({consumer.connect_at_s:g}) of a consumer of subscription "
+                    f"{sub.name} is not before the end of the run ({end:g} s = duration_s + "
+                    "drain_s): it would never connect"
+                )
+    return topic
+
+
+def _event_within_the_run(event: EventSpec, info: ValidationInfo) -> EventSpec:
+    times = _run_end_s(info)
+    if times is not None and event.at_s > times[1]:
+        raise ValueError(
+            f"at_s ({event.at_s:g}) is after the end of the run "
+            f"({times[1]:g} s = duration_s + drain_s): the event would never happen"
+        )
+    return event
+
+
 class WorkloadSpec(WorkloadDocument):
     """A whole Pulsar workload; ``drain_s`` more seconds run after ``duration_s``, producers
     stopped."""
 
     simulator: Literal["pulsar"] = "pulsar"
-    drain_s: Annotated[float, Field(ge=0)] = 0.0
-    topics: tuple[TopicSpec, ...] = Field(min_length=1)
-    events: tuple[EventSpec, ...] = ()
+    drain_s: Seconds = 0.0
+    topics: tuple[Annotated[TopicSpec, AfterValidator(_topic_within_the_run)], ...] = Field(
+        min_length=1
+    )
+    events: tuple[Annotated[EventSpec, AfterValidator(_event_within_the_run)], ...] = ()
 
     @model_validator(mode="after")
     def _topic_names_unique(self) -> WorkloadSpec:
-        # Topics are known by name (the cache, the cursors, the random streams): two with one
-        # name would silently share them.
-        seen: set[str] = set()
-        for spec in self.topics:
-            names = spec.topic_names()
-            clash = next((n for n in names if n in seen), None)
-            if clash == spec.name:
-                raise ValueError(
-                    f"an earlier [[topics]] table already has a topic named {clash!r}; "
-                    "give each table its own name"
-                )
-            if clash is not None:
-                raise ValueError(
-                    f"name {spec.name!r} makes topic {clash!r}, which an earlier [[topics]] "
-                    "table already has; give each table its own name"
-                )
-            seen.update(names)
+        _check_unique(((t.name, t.topic_names()) for t in self.topics), "topic", "[[topics]]")
         return self
 
     @model_validator(mode="after")
