@@ -70,7 +70,7 @@ _TABLE: tuple[Metric, ...] = (
         "redelivered",
         "messages",
         "counter",
-        "Messages dispatched again after a negative ack or because their consumer left (restarts: see redelivered_after_restart).",
+        "Messages dispatched again that were delivered and not acknowledged: after a negative ack, because their consumer left, or after a broker restart or unload (acknowledged ones a restart forgot: see redelivered_after_restart).",
         "messages",
     ),
     Metric(

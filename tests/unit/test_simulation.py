@@ -176,6 +176,48 @@ def test_a_nack_made_before_a_restart_does_not_deliver_twice(host: PluginHost, s
     assert m["unacked_at_end"] == 0 and m["lost"] == 0
 
 
+HOLES_ACROSS_RESTARTS = """
+    name = "holes-restarts"
+    duration_s = 4
+    drain_s = 3
+    [[topics]]
+    rate = 200
+    [[topics.subscriptions]]
+    name = "shared"
+    type = "Shared"
+    [[topics.subscriptions.consumers]]
+    count = 2
+    rate = 150
+    ack_hole_probability = 0.05
+    nack_probability = 0.05
+    nack_redelivery_delay_ms = 500
+    [[topics.subscriptions]]
+    name = "failover"
+    type = "Failover"
+    consumers = [{ rate = 300, ack_hole_probability = 0.02 }]
+    [[events]]
+    at_s = 1.5
+    kind = "restart"
+    [[events]]
+    at_s = 3
+    kind = "unload"
+"""
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_every_delivery_after_the_first_is_counted_as_a_redelivery(
+    host: PluginHost, seed: int
+) -> None:
+    """Each subscription gets every message once, and every further delivery is counted: a nack,
+    a hole or an unacknowledged message held when the broker restarted or unloaded
+    (``redelivered``), or an acknowledgement the restart forgot (``redelivered_after_restart``)."""
+    m = run(host, HOLES_ACROSS_RESTARTS, seed).metrics
+    assert m["broker_restarts"] == 1 and m["unacked_at_end"] > 0  # the holes stay
+    assert m["delivered"] == (
+        2 * m["published"] + m["redelivered"] + m["redelivered_after_restart"]
+    )
+
+
 def test_disconnected_group_gets_its_messages_redelivered(host: PluginHost) -> None:
     toml = """
         name = "leave"

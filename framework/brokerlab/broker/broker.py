@@ -645,8 +645,12 @@ class Broker:
         for dispatcher in self.dispatchers:
             cursor = dispatcher.cursor
             was_connected = [c for c in dispatcher.consumers if c.connected]
+            # What was dispatched and not acknowledged goes out again after the restart. A set
+            # an earlier restart left is kept: those positions have not gone out again yet.
+            unacked = dispatcher.restart_unacked
+            unacked.update(dispatcher.replay.redeliveries())
             for consumer in was_connected:
-                consumer.take_back()
+                unacked.update(consumer.take_back())
             if graceful:
                 self._account(dispatcher.persister.close(cursor))
             else:

@@ -73,6 +73,7 @@ class Dispatcher:
         "persister",
         "replay",
         "restart_acked",
+        "restart_unacked",
         "tick_seen",
         "topic",
         "topic_name",
@@ -101,6 +102,9 @@ class Dispatcher:
         self.connected: list[Consumer] = []
         self.delayed_outstanding: dict[Position, int] = {}
         self.restart_acked: set[Position] = set()
+        # Dispatched before a restart and not acknowledged (consumers held them, or they waited
+        # to go out again): dispatched after it, they count as redelivered.
+        self.restart_unacked: set[Position] = set()
         self.paused_since: int | None = None
         self.active = False
         self.waiting = False
@@ -338,6 +342,7 @@ class Dispatcher:
         only = consumers[0] if consumers else None
         replay = self.replay
         restart_acked = self.restart_acked
+        restart_unacked = self.restart_unacked
         dispatched = 0
         delivered = 0
         new = source == NEW
@@ -392,6 +397,9 @@ class Dispatcher:
             if restart_acked and pos in restart_acked:
                 restart_acked.discard(pos)
                 counters.redelivered_after_restart += messages
+            elif restart_unacked and pos in restart_unacked:
+                restart_unacked.discard(pos)
+                counters.redelivered += messages
             dispatched += 1
             if not target.busy:
                 broker.start_processing(self, target)

@@ -94,6 +94,10 @@ class ReplayQueue(Generic[Owner]):
             return True
         return False
 
+    def redeliveries(self) -> list[Position]:
+        """The queued positions that were dispatched before (not those only deferred)."""
+        return [p for p in self if p in self._redeliveries]
+
     def has_key(self, key: int) -> bool:
         """Whether some entry with ``key`` waits here (a later one must wait behind it)."""
         return key in self._key_counts
