@@ -20,14 +20,15 @@ from typing import Any, TextIO
 from brokerlab import __version__
 from brokerlab._api import load_profile, make_host
 from brokerlab._native import build_state
-from brokerlab.errors import BrokerlabError, WorkloadError
-from brokerlab.files import atomic_path
+from brokerlab.errors import BrokerlabError, PluginError, ProfileError, WorkloadError
+from brokerlab.files import atomic_path, unwritable_reason
 from brokerlab.host import EXTENSION_POINTS, PluginHost
 from brokerlab.metrics import METRICS
 from brokerlab.profiles import Profile, render_reference
 from brokerlab.profiles.model import SECTIONS, field_for_key
 from brokerlab.profiles.reference import render_reference_markdown
-from brokerlab.simulation import profile_simulators, simulate
+from brokerlab.records import SimulatorRecord
+from brokerlab.simulation import load_workload, profile_simulators, simulate
 from brokerlab.textui import ProgressBar, format_result, metrics_markdown
 
 __all__ = ["main"]
@@ -224,12 +225,20 @@ def _simulator_of(document: str) -> str:
 
 
 def _cmd_run(args: argparse.Namespace, host: PluginHost, out: TextIO) -> int:
+    if args.seed < 0:  # numpy's seed sequences take non-negative integers only
+        raise ProfileError(
+            "is out of range", key="--seed", value=args.seed, allowed="an integer >= 0"
+        )
     profile = load_profile(args.profile, args.overrides, host=host)
+    workload = load_workload(host, args.workload)
+    simulator = host.simulator(workload.simulator)
+    if args.timeline is not None:  # refused now rather than after a run of seconds or minutes
+        _check_timeline(args.timeline, workload.name, simulator, host)
     bar = ProgressBar(sys.stderr, label=f"{args.workload} seed {args.seed}")
-    result = simulate(profile, args.workload, args.seed, host=host, progress=bar.update)
+    result = simulate(profile, workload, args.seed, host=host, progress=bar.update)
     bar.close()
     if args.timeline is not None:
-        _write_timeline(args.timeline, result.timeline)
+        _write_timeline(args.timeline, result.timeline, simulator)
     if args.json:
         out.write(result.to_json() + "\n")
     else:
@@ -237,16 +246,46 @@ def _cmd_run(args: argparse.Namespace, host: PluginHost, out: TextIO) -> int:
     return EXIT_OK
 
 
-def _write_timeline(path: Path, samples: Sequence[Mapping[str, float]]) -> None:
-    if not samples:
+_WRITABLE = "a file path in a writable folder (missing folders are created)"
+
+
+def _check_timeline(
+    path: Path, workload: str, simulator: SimulatorRecord, host: PluginHost
+) -> None:
+    if not simulator.timeline:
+        recorders = [reg.record.name for reg in host.records("simulator") if reg.record.timeline]
         raise WorkloadError(
-            "runs on a simulator that takes no timeline samples", key="--timeline", value=str(path)
+            f"asks for a timeline, but the {simulator.name!r} simulator of workload "
+            f"{workload!r} records none",
+            key="--timeline",
+            value=str(path),
+            allowed="a workload of a simulator that records one: "
+            + (", ".join(recorders) or "(none installed)"),
         )
-    columns = list(samples[0])
-    with atomic_path(path) as temporary, temporary.open("w", newline="") as handle:
-        writer = csv.DictWriter(handle, fieldnames=columns)
-        writer.writeheader()
-        writer.writerows(samples)
+    problem = unwritable_reason(path)
+    if problem is not None:
+        raise ProfileError(problem, key="--timeline", value=str(path), allowed=_WRITABLE)
+
+
+def _write_timeline(
+    path: Path, samples: Sequence[Mapping[str, float]], simulator: SimulatorRecord
+) -> None:
+    if not samples:
+        raise PluginError(
+            f"the {simulator.name!r} simulator declares a timeline but returned no samples"
+        )
+    try:
+        with atomic_path(path) as temporary, temporary.open("w", newline="") as handle:
+            writer = csv.DictWriter(handle, fieldnames=list(samples[0]))
+            writer.writeheader()
+            writer.writerows(samples)
+    except OSError as exc:  # what unwritable_reason cannot foresee, e.g. /proc as root
+        raise ProfileError(
+            f"cannot be written ({exc.strerror or exc})",
+            key="--timeline",
+            value=str(path),
+            allowed=_WRITABLE,
+        ) from exc
 
 
 def _cmd_profile_reference(args: argparse.Namespace, host: PluginHost, out: TextIO) -> int:
@@ -435,7 +474,6 @@ def _runs_pulsar(profile: Profile, host: PluginHost) -> bool:
 def _cmd_matrix(args: argparse.Namespace, host: PluginHost, out: TextIO) -> int:
     import os
 
-    from brokerlab.errors import ProfileError
     from brokerlab.report import build_report
     from brokerlab.spark import MatrixRequest, ready_profiles, run_matrix, showcase_scale
 
@@ -536,3 +574,7 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
             f"with the traceback above to {ISSUES_URL}.\n"
         )
         return EXIT_INTERNAL
+
+
+if __name__ == "__main__":  # python -m brokerlab.cli, as python -m brokerlab (__main__.py)
+    sys.exit(main())

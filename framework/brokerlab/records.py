@@ -158,6 +158,9 @@ class SimulatorRecord(PluginRecord):
     scale: Callable[[Any, float], Any]
     cost: Callable[[Any], float]
     settings_of: tuple[str, ...] = ()
+    timeline: bool = False
+    """Whether `run` returns samples over simulated time (`SimulationOutput.timeline`); declared so
+    `brokerlab run --timeline` is refused before a run that would record none."""
 
     @property
     def settings_families(self) -> frozenset[str]:

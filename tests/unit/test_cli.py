@@ -22,11 +22,13 @@ sim.ackStatePersister=unlimited
 """
 
 
-def brokerlab(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+def brokerlab(
+    *args: str, env: dict[str, str] | None = None, module: str = "brokerlab"
+) -> subprocess.CompletedProcess[str]:
     full_env = {k: v for k, v in os.environ.items() if not k.startswith("BROKERLAB_")}
     full_env.update(env or {})
     return subprocess.run(
-        [sys.executable, "-m", "brokerlab", *args],
+        [sys.executable, "-m", module, *args],
         capture_output=True,
         text=True,
         env=full_env,
@@ -406,3 +408,86 @@ def test_workloads_lists_the_builtins() -> None:
         ]
     )
     assert dict(rows)["trace-zipf"] == "cache-trace"
+
+
+def one_error(result: subprocess.CompletedProcess[str], *fragments: str) -> None:
+    """Exit 2 and one ``brokerlab: error:`` line holding every fragment, no traceback."""
+    assert result.returncode == 2, result.stderr
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("brokerlab: error:"), result.stderr
+    for fragment in fragments:
+        assert fragment in lines[0], f"{fragment!r} missing from: {lines[0]}"
+
+
+@pytest.mark.parametrize(
+    ("command", "fragments"),
+    [
+        (["run", "--workload", "tailing", "--seed", "-1"], ["'--seed'", "'-1'", ">= 0"]),
+        # Seeds 0..N-1: the matrix takes a count, already refused before Spark starts.
+        (["matrix", "--workload", "tailing", "--seeds", "0"], ["'--seeds'", "'0'", ">= 1"]),
+    ],
+)
+def test_negative_seeds_are_refused(
+    tmp_path: Path, command: list[str], fragments: list[str]
+) -> None:
+    out = ["--out", str(tmp_path / "out")] if command[0] == "matrix" else []
+    result = brokerlab(*command, "--profile", str(BASELINE), *out)
+    one_error(result, *fragments)
+
+
+KAFKA_PROFILE = ROOT / "profiles" / "kafka-size-only.conf"
+KAFKA_WORKLOADS = ROOT / "plugins" / "brokerlab_plugins" / "kafka_remote_index" / "workloads"
+
+
+def endless_workloads(tmp_path: Path) -> dict[str, Path]:
+    """A Pulsar and a Kafka workload that would run far beyond the subprocess timeout: a
+    --timeline error that comes back at all was found before the run."""
+    pulsar = small_workload(tmp_path).read_text().replace("duration_s = 2", "duration_s = 1e7")
+    kafka = (KAFKA_WORKLOADS / "kafka-leadership-change.toml").read_text()
+    kafka = kafka.replace("duration_s = 10800", "duration_s = 1e7")
+    return {"pulsar": write(tmp_path, "p.toml", pulsar), "kafka": write(tmp_path, "k.toml", kafka)}
+
+
+def test_timeline_on_a_simulator_that_records_none_is_refused_before_the_run(
+    tmp_path: Path,
+) -> None:
+    timeline = tmp_path / "p.csv"
+    workload = endless_workloads(tmp_path)["pulsar"]
+    args = ["--workload", str(workload), "--timeline", str(timeline)]
+    result = brokerlab("run", "--profile", str(BASELINE), *args)
+    one_error(result, f"'{timeline}'", "'pulsar' simulator", "records none", "kafka-tiered-storage")
+    assert not timeline.exists()
+
+
+@pytest.mark.parametrize(
+    ("target", "problem"),
+    [
+        ("{tmp}", "is a directory"),
+        ("{tmp}/file.txt/t.csv", "is not a directory"),
+        ("/dev/null", "not a regular file"),
+    ],
+)
+def test_timeline_path_is_checked_before_the_run(tmp_path: Path, target: str, problem: str) -> None:
+    write(tmp_path, "file.txt", "not a folder")
+    timeline = target.format(tmp=tmp_path)
+    workload = endless_workloads(tmp_path)["kafka"]
+    args = ["--workload", str(workload), "--timeline", timeline]
+    result = brokerlab("run", "--profile", str(KAFKA_PROFILE), *args)
+    one_error(result, "'--timeline'", f"'{timeline}'", problem, "allowed: a file path")
+
+
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="needs procfs")
+def test_timeline_that_cannot_be_written_is_one_clear_error(tmp_path: Path) -> None:
+    # procfs takes no new files, though (as root) it looks writable: the write itself fails.
+    timeline = "/proc/brokerlab-timeline.csv"
+    args = ["--workload", "kafka-leadership-change", "--timeline", timeline, "--json"]
+    result = brokerlab("run", "--profile", str(KAFKA_PROFILE), *args)
+    one_error(result, "'--timeline'", f"'{timeline}'", "allowed: a file path")
+
+
+def test_python_m_brokerlab_cli_is_the_command() -> None:
+    shown = brokerlab("--help", module="brokerlab.cli")
+    assert shown.returncode == 0, shown.stderr
+    assert shown.stdout == brokerlab("--help").stdout and "usage: brokerlab" in shown.stdout
+    args = ["run", "--profile", str(BASELINE), "--workload", "tailing", "--seed", "-1"]
+    one_error(brokerlab(*args, module="brokerlab.cli"), "'--seed'")

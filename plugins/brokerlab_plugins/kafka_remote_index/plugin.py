@@ -50,6 +50,7 @@ def brokerlab_simulators() -> Iterator[SimulatorRecord]:
         run=run_tiered_storage,
         scale=scale_kafka_workload,
         cost=estimated_cost,
+        timeline=True,  # cached, resident and stale bytes every sim.kafka.sampleIntervalSeconds
     )
 
 
