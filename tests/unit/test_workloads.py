@@ -232,6 +232,11 @@ def test_two_topics_tables_with_one_name_point_at_the_second() -> None:
     )
 
 
+def test_a_name_used_three_times_points_at_its_first_repeat() -> None:
+    text = 'name = "w"\nduration_s = 1\n' + '\n[[topics]]\nname = "t"\n' * 3
+    assert str(error_of(text)).startswith("w.toml:8: key 'topics[1].name': an earlier")
+
+
 def test_a_group_whose_numbered_names_clash_with_another_table() -> None:
     text = (
         'name = "w"\nduration_s = 1\n\n[[topics]]\nname = "t-1"\n\n'
@@ -486,6 +491,11 @@ def test_resolve_by_path(records: dict[str, WorkloadRecord], tmp_path: Path) -> 
 def test_resolve_missing_toml_path_is_a_missing_file(records: dict[str, WorkloadRecord]) -> None:
     with pytest.raises(WorkloadError, match="no such workload file"):
         resolve_workload("tailing.toml", records)
+
+
+def test_resolve_a_directory_says_so(records: dict[str, WorkloadRecord], tmp_path: Path) -> None:
+    with pytest.raises(WorkloadError, match="is a directory, not a workload file"):
+        resolve_workload(str(tmp_path), records)
 
 
 def test_resolve_unknown_name_lists_names_and_suggests(records: dict[str, WorkloadRecord]) -> None:

@@ -139,10 +139,10 @@ def load_workload_file(
 def resolve_workload(
     name_or_path: str, records: Mapping[str, WorkloadRecord], models: Models = PULSAR_ONLY
 ) -> WorkloadDocument:
-    """A workload named on the command line: an existing file or a ``*.toml`` path is loaded as a
-    file (so a missing ``.toml`` is reported as a missing file); anything else is a record name or
-    alias."""
-    if name_or_path.endswith(".toml") or Path(name_or_path).is_file():
+    """A workload named on the command line: an existing file or directory or a ``*.toml`` path is
+    loaded as a file (so a missing ``.toml`` is reported as a missing file, and a directory as
+    one); anything else is a record name or alias."""
+    if name_or_path.endswith(".toml") or Path(name_or_path).exists():
         return load_workload_file(name_or_path, models)
     record = records.get(name_or_path)
     if record is None:
@@ -423,9 +423,9 @@ def _validation_error(
 
 # Rules that span several tables (WorkloadSpec's, and TopicSpec's over its subscriptions) quote
 # the value at fault: an event's unknown group (the first event naming it is pointed at), or a
-# topic or subscription name given twice (the later table; a table without the key has the default
-# name). Entries: array, key, point at the last, default. A rule's tables are looked for in the
-# table the error belongs to.
+# topic or subscription name given twice (the first table that repeats it; a table without the
+# key has the default name). Entries: array, key, point at the repeat, default. A rule's tables
+# are looked for in the table the error belongs to.
 _QUOTED_KEYS: tuple[tuple[str, str, bool, str | None], ...] = (
     ("events", "group", False, None),
     ("topics", "name", True, TopicSpec.model_fields["name"].default),
@@ -447,7 +447,7 @@ def _error_loc(error: ErrorDetails, data: Mapping[str, Any]) -> Loc:
     if not isinstance(owner, Mapping):
         return loc
     message = str(error.get("ctx", {}).get("error", ""))
-    for array, key, last, default in _QUOTED_KEYS:
+    for array, key, repeat, default in _QUOTED_KEYS:
         tables = owner.get(array)
         if not isinstance(tables, list):
             continue
@@ -459,7 +459,7 @@ def _error_loc(error: ErrorDetails, data: Mapping[str, Any]) -> Loc:
             and repr(value) in message
         ]
         if found:
-            return (*loc, array, found[-1] if last else found[0], key)
+            return (*loc, array, found[min(1, len(found) - 1)] if repeat else found[0], key)
     return loc
 
 
