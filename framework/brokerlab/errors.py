@@ -82,7 +82,9 @@ class _LocatedError(BrokerlabError):
         if self.key is not None:
             parts.append(f"key '{self.key}':")
         if self.value is not None:
-            parts.append(f"value {str(self.value)!r}")
+            # Booleans as both file formats spell them (TOML, broker.conf), not as Python does.
+            shown = str(self.value).lower() if isinstance(self.value, bool) else str(self.value)
+            parts.append(f"value {shown!r}")
         parts.append(self.problem)
         text = " ".join(parts)
         if self.allowed:

@@ -186,6 +186,16 @@ def test_wrong_type_is_not_coerced() -> None:
     assert text.startswith("w.toml:5: key 'topics[0].backlog': value '1.5' is not an integer")
 
 
+def test_a_boolean_is_shown_as_toml_writes_it() -> None:
+    text = str(error_of(HEADER.replace('name = "t"', "count = true")))
+    assert text.startswith("w.toml:5: key 'topics[0].count': value 'true' is not an integer")
+
+
+def test_an_empty_topics_array_is_named_as_such() -> None:
+    text = str(error_of('name = "w"\nduration_s = 1\ntopics = []\n'))
+    assert text.startswith("w.toml:3: key 'topics': must not be empty; allowed: an array of tables")
+
+
 def test_non_finite_number_is_rejected() -> None:
     error = error_of(HEADER.replace("duration_s = 10", "duration_s = inf"))
     assert str(error) == "w.toml:2: key 'duration_s': value 'inf' is not a finite number"

@@ -510,6 +510,9 @@ def _describe(
         problem = "is not one of the allowed values"
     elif kind in _RANGE_ERRORS:
         problem = "is out of range"
+    elif kind == "too_short":
+        least = error.get("ctx", {}).get("min_length", 1)
+        problem = "must not be empty" if least == 1 else f"must hold at least {least} entries"
     else:
         problem = _TYPE_PROBLEMS.get(kind) or _lower_first(error["msg"])
     return WorkloadError(problem, origin=origin, key=key, value=shown, allowed=allowed)
