@@ -230,6 +230,7 @@ def _cmd_run(args: argparse.Namespace, host: PluginHost, out: TextIO) -> int:
             "is out of range", key="--seed", value=args.seed, allowed="an integer >= 0"
         )
     profile = load_profile(args.profile, args.overrides, host=host)
+    _warn_case_typos(profile)
     workload = load_workload(host, args.workload)
     simulator = host.simulator(workload.simulator)
     if args.timeline is not None:  # refused now rather than after a run of seconds or minutes
@@ -294,9 +295,20 @@ def _cmd_profile_reference(args: argparse.Namespace, host: PluginHost, out: Text
     return EXIT_OK
 
 
+def _warn_case_typos(profile: Profile) -> None:
+    """Keys a lenient profile ignores although they look like a known key but for case."""
+    for key, known in profile.case_typos().items():
+        origin = profile.unmodelled[key][1]
+        sys.stderr.write(
+            f"brokerlab: warning: {origin}: key {key!r} is not modelled and is ignored, as "
+            f"Pulsar ignores it; did you mean {known!r}?\n"
+        )
+
+
 def _cmd_profile_check(args: argparse.Namespace, host: PluginHost, out: TextIO) -> int:
     for path in args.files:
         profile = load_profile(path, host=host, mode=args.mode)
+        _warn_case_typos(profile)
         choices = host.resolve(profile)
         summary = ", ".join(f"{k}={v}" for k, v in choices.names().items() if v)
         extra = f"; {len(profile.unmodelled)} unmodelled keys ignored" if profile.unmodelled else ""

@@ -319,6 +319,23 @@ def test_show_real_broker_conf_and_its_unmodelled_keys() -> None:
     assert any(ln.startswith("brokerServicePort=") and "broker.conf:" in ln for ln in lines)
 
 
+def test_a_key_wrong_only_in_case_is_ignored_with_a_warning(tmp_path: Path) -> None:
+    conf = write(tmp_path, "typo.conf", "brokerShutdownTimeoutMs=1\nmanagedLedgerCacheSizeMb=64\n")
+    result = brokerlab("profile", "check", str(conf))
+    assert result.returncode == 0, result.stderr
+    assert result.stderr == (
+        f"brokerlab: warning: {conf}:2: key 'managedLedgerCacheSizeMb' is not modelled and is "
+        "ignored, as Pulsar ignores it; did you mean 'managedLedgerCacheSizeMB'?\n"
+    )
+
+
+@pytest.mark.skipif(not FIXTURES.is_dir(), reason="shared/fixtures is not beside the checkout")
+def test_real_broker_confs_load_without_warnings() -> None:
+    confs = [str(FIXTURES / "broker.conf"), str(FIXTURES / "standalone.conf")]
+    result = brokerlab("profile", "check", *confs)
+    assert result.returncode == 0 and result.stderr == "", result.stderr
+
+
 def test_reference_conf_is_in_sync_with_the_models() -> None:
     result = brokerlab("profile", "reference")
     assert result.returncode == 0, result.stderr

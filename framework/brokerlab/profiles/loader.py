@@ -448,6 +448,15 @@ class Profile:
         owner = self.settings if info.namespace is None else self.plugin_settings[info.namespace]
         return getattr(owner, info.name)
 
+    def case_typos(self) -> dict[str, str]:
+        """Unmodelled keys that differ from a known key only in case, each with that key.
+
+        Pulsar ignores such a key as silently as one it does not know, so a lenient profile
+        loads it the same way; callers warn, since it is almost surely a typo.
+        """
+        known = {key.lower(): key for key in _keys(self._model, self._records)}
+        return {key: known[key.lower()] for key in self.unmodelled if key.lower() in known}
+
     def resolved(self) -> dict[str, Any]:
         """Every known key and its effective value (JSON-ready): broker keys, then plugin keys."""
         dumps: dict[str | None, dict[str, Any]] = {None: self.settings.model_dump(mode="json")}
