@@ -45,9 +45,9 @@ SubscriptionType = Literal["Exclusive", "Failover", "Shared", "Key_Shared"]
 
 # Upper bounds that keep every value inside what the model can represent and allocate: times in
 # integer nanoseconds, Poisson draws, per-key weights and backlog arrays. Far above any run that
-# finishes (116 days of simulated time; ten million messages per second per topic).
+# finishes (116 days of simulated time; a billion messages per second per topic).
 MAX_SECONDS = 10_000_000
-MAX_RATE = 10_000_000
+MAX_RATE = 1_000_000_000
 MAX_KEYS = 1_000_000
 MAX_BACKLOG = 10_000_000
 
