@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import traceback
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
@@ -167,7 +168,7 @@ class PluginHost:
         try:
             self._pm.check_pending()
         except pluggy.PluginValidationError as exc:
-            raise PluginError(f"plugin {exc.plugin!r} implements an unknown hook: {exc}") from exc
+            raise _mismatch(exc) from exc
         self._dists = self._distributions()
         self._records: dict[str, tuple[Registered[Any], ...]] = {}
         self._settings: tuple[Registered[SettingsRecord], ...] | None = None
@@ -178,10 +179,11 @@ class PluginHost:
         try:
             self._pm.load_setuptools_entrypoints(ENTRY_POINT_GROUP)
         except pluggy.PluginValidationError as exc:
-            raise PluginError(f"plugin {exc.plugin!r} implements an unknown hook: {exc}") from exc
-        except ImportError as exc:
+            raise _mismatch(exc) from exc
+        except Exception as exc:  # a plugin's own bug at import, not only ImportError
             raise PluginError(
-                f"a plugin of entry-point group '{ENTRY_POINT_GROUP}' failed to import: {exc}"
+                f"a plugin of entry-point group '{ENTRY_POINT_GROUP}' failed to import: "
+                f"{_failure(exc)}"
             ) from exc
 
     def _register_module(self, module_name: str) -> None:
@@ -189,11 +191,18 @@ class PluginHost:
             return
         try:
             module = importlib.import_module(module_name)
-        except ImportError as exc:
+        except Exception as exc:
             raise PluginError(
-                f"cannot import plugin module: {exc}", origin=Origin("-p"), value=module_name
+                f"cannot import plugin module: {_failure(exc)}",
+                origin=Origin("-p"),
+                value=module_name,
             ) from exc
-        self._pm.register(module, name=module_name)
+        if self._pm.is_registered(module):
+            return  # installed, so its entry point registered it already
+        try:
+            self._pm.register(module, name=module_name)
+        except pluggy.PluginValidationError as exc:
+            raise _mismatch(exc) from exc
 
     def _distributions(self) -> dict[str, tuple[str, str]]:
         from brokerlab import __version__  # late: the package imports this module
@@ -397,6 +406,20 @@ class PluginHost:
             ack_state_persister=persister,
             eviction_predicates=tuple(predicates),
         )
+
+
+def _mismatch(exc: pluggy.PluginValidationError) -> PluginError:
+    """A hook implementation whose name or arguments brokerlab's specifications do not have."""
+    name = getattr(exc.plugin, "__name__", None) or repr(exc.plugin)
+    detail = str(exc).replace("\n", "; ")  # pluggy explains over several lines
+    return PluginError(f"plugin {name!r} does not match brokerlab's hooks: {detail}")
+
+
+def _failure(exc: BaseException) -> str:
+    """An import failure in one line, with the plugin's file and line where it happened."""
+    frames = traceback.extract_tb(exc.__traceback__)
+    where = f" ({frames[-1].filename}:{frames[-1].lineno})" if frames else ""
+    return f"{type(exc).__name__}: {exc}{where}"
 
 
 def _refuse_duplicates(point: ExtensionPoint, found: Sequence[Registered[PluginRecord]]) -> None:

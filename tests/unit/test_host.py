@@ -111,6 +111,49 @@ def test_p_module_that_does_not_import_is_a_plugin_error(site: Path) -> None:
         PluginHost(modules=["no_such_module"])
 
 
+def test_p_module_of_an_installed_plugin_is_registered_once(site: Path) -> None:
+    # The entry point registered it under its own name already.
+    host = PluginHost(modules=["brokerlab_plugins.baselines"])
+    assert host.select("entry_cache", "disabled").plugin == "baselines"
+
+
+BROKEN_AT_IMPORT = "from brokerlab import hookimpl\n\nrecords = Iterator\n"
+WRONG_SIGNATURE = """
+from brokerlab import hookimpl
+
+@hookimpl
+def brokerlab_entry_caches(context):
+    return []
+"""
+
+
+def test_a_plugin_module_broken_at_import_names_the_error_and_its_line(site: Path) -> None:
+    (site / "fakeplug_broken.py").write_text(BROKEN_AT_IMPORT)
+    with pytest.raises(PluginError) as info:
+        PluginHost(modules=["fakeplug_broken"])
+    assert "NameError: name 'Iterator' is not defined" in str(info.value)
+    assert f"{site / 'fakeplug_broken.py'}:3" in str(info.value)
+
+
+def test_an_entry_point_broken_at_import_names_the_error_and_its_line(site: Path) -> None:
+    make_distribution(site, "brokerlab-broken", "fakeplug_broken", BROKEN_AT_IMPORT)
+    with pytest.raises(PluginError, match="failed to import: NameError: .*fakeplug_broken.py:3"):
+        PluginHost()
+
+
+@pytest.mark.parametrize("how", ["entry point", "-p"])
+def test_a_hook_with_the_wrong_arguments_is_named_as_such(site: Path, how: str) -> None:
+    if how == "-p":
+        (site / "fakeplug_args.py").write_text(WRONG_SIGNATURE)
+    else:
+        make_distribution(site, "brokerlab-args", "fakeplug_args", WRONG_SIGNATURE)
+    with pytest.raises(PluginError) as info:
+        PluginHost(modules=["fakeplug_args"] if how == "-p" else ())
+    text = str(info.value)
+    assert "plugin 'fakeplug_args' does not match brokerlab's hooks" in text
+    assert "brokerlab_entry_caches" in text and "context" in text and "\n" not in text
+
+
 def test_duplicate_names_name_both_distributions(site: Path) -> None:
     make_distribution(
         site, "dist-one", "fakeplug_one", CACHE_PLUGIN.format(name="twin", aliases=())
