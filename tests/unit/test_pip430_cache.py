@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 from brokerlab.broker.events import EventLoop
+from brokerlab.errors import PluginError
 from brokerlab.profiles.model import BrokerSettings
 from brokerlab.protocols import EvictionPredicate, PluginContext, Position
 from brokerlab_plugins.cursor_containers import SortedListCursorContainer
@@ -26,6 +27,7 @@ from brokerlab_plugins.pip430_cache import (
     ExpectedReadsPredicate,
     Pip430EntryCache,
     RecentlyAccessedPredicate,
+    StatelessPredicate,
 )
 from brokerlab_plugins.pip430_cache.entry import CachedEntry, LedgerEntries
 
@@ -855,3 +857,42 @@ def test_a_subclass_of_a_built_in_predicate_decides_and_names_itself() -> None:
         assert ((0, 0) in cache.cached(T)) is survives, predicate
         assert ((0, 1) in cache.cached(T)) is isinstance(predicate, Keeper), predicate
         assert cache.counters.cache_requeues_accessed == counted, predicate
+
+
+def test_a_subclass_of_the_stateless_base_that_listens_is_notified() -> None:
+    """The queue skips notifying a StatelessPredicate, unless its class overrides a notification."""
+
+    class Counting(StatelessPredicate):
+        name = "counting"
+
+        def __init__(self) -> None:
+            self.seen: list[str] = []
+
+        def on_insert(self, entry: Any) -> None:
+            self.seen.append("insert")
+
+        def on_access(self, entry: Any) -> None:
+            self.seen.append("access")
+
+    class Quiet(StatelessPredicate):
+        name = "quiet"
+
+    counting = Counting()
+    cache, loop, _ = make_cache(predicates=(Quiet(), counting))
+    assert cache.queue.listeners == (counting,)
+    cache.put(T, (0, 0), 1, None)
+    assert hits(cache, 0, 0) == [0]
+    assert counting.seen == ["insert", "access"]
+
+
+def test_a_predicate_deciding_something_else_is_a_plugin_error() -> None:
+    class Wrong(StatelessPredicate):
+        name = "wrong"
+
+        def decide(self, entry: Any, kind: Any, threshold_ns: int) -> Any:
+            return "requeue"
+
+    cache, loop, _ = make_cache(predicates=(Wrong(),))
+    cache.put(T, (0, 0), 1, None)
+    with pytest.raises(PluginError, match="predicate 'wrong' returned 'requeue' from decide"):
+        time_pass(cache, loop)

@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import Final
 
+from brokerlab.errors import PluginError
 from brokerlab.protocols import Clock, EvictionDecision, EvictionPass, EvictionPredicate
 from brokerlab_plugins.entry_cache_common import CacheCounters
 from brokerlab_plugins.pip430_cache.entry import CachedEntry, cut_front
@@ -76,7 +77,7 @@ class RemovalQueue:
     ) -> None:
         self.predicates = tuple(predicates)
         # Only predicates with state of their own need the per-entry notifications.
-        self.listeners = tuple(p for p in self.predicates if not isinstance(p, StatelessPredicate))
+        self.listeners = tuple(p for p in self.predicates if _listens(p))
         self._clock = clock
         self._counters = counters
         # The queue is ``_queue[_head:]``: a list whose consumed head is cut off now and then,
@@ -145,6 +146,8 @@ class RemovalQueue:
                             decision = built_in.decide_cached(entry, kind, threshold_ns)
                         else:
                             decision = predicate.decide(entry, kind, threshold_ns)
+                            if decision is not None and not isinstance(decision, EvictionDecision):
+                                raise _not_a_decision(predicate, decision)
                         if decision is not None:
                             slot = predicate_slot
                             break
@@ -189,6 +192,26 @@ class RemovalQueue:
             self._counters.cache_evictions_size += 1
         for listener in self.listeners:
             listener.on_remove(entry)
+
+
+_NOTIFICATIONS: Final = ("on_insert", "on_access", "on_remove")
+
+
+def _listens(predicate: EvictionPredicate) -> bool:
+    """Whether ``predicate`` needs the per-entry notifications: any predicate but a
+    :class:`StatelessPredicate` whose subclass left all three as they are."""
+    if not isinstance(predicate, StatelessPredicate):
+        return True
+    own = type(predicate)
+    return any(getattr(own, n) is not getattr(StatelessPredicate, n) for n in _NOTIFICATIONS)
+
+
+def _not_a_decision(predicate: EvictionPredicate, decision: object) -> PluginError:
+    # Anything else would fall through to REMOVE and evict without a word.
+    return PluginError(
+        f"eviction predicate {predicate.name!r} returned {decision!r} from decide(); "
+        "allowed: an EvictionDecision or None"
+    )
 
 
 def _built_in(predicate: EvictionPredicate) -> StatelessPredicate | None:
