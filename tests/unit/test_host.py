@@ -137,7 +137,7 @@ def test_a_plugin_module_broken_at_import_names_the_error_and_its_line(site: Pat
 
 def test_an_entry_point_broken_at_import_names_the_error_and_its_line(site: Path) -> None:
     make_distribution(site, "brokerlab-broken", "fakeplug_broken", BROKEN_AT_IMPORT)
-    with pytest.raises(PluginError, match="failed to import: NameError: .*fakeplug_broken.py:3"):
+    with pytest.raises(PluginError, match=r"failed to import: NameError: .*fakeplug_broken\.py:3"):
         PluginHost()
 
 

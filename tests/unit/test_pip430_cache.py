@@ -878,7 +878,7 @@ def test_a_subclass_of_the_stateless_base_that_listens_is_notified() -> None:
         name = "quiet"
 
     counting = Counting()
-    cache, loop, _ = make_cache(predicates=(Quiet(), counting))
+    cache, _, _ = make_cache(predicates=(Quiet(), counting))
     assert cache.queue.listeners == (counting,)
     cache.put(T, (0, 0), 1, None)
     assert hits(cache, 0, 0) == [0]
