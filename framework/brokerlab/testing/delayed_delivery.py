@@ -305,6 +305,29 @@ class DelayedDeliveryContract:
 
         check()
 
+    def test_wakes_its_dispatcher_when_messages_come_due(
+        self,
+        brokerlab_host: PluginHost,
+        brokerlab_profile: Profile,
+        delayed_delivery_tracker_factory: str,
+        delays_messages: bool,
+    ) -> None:
+        """With no read but those its own ``wake`` calls start, every held message is delivered
+        once due: the tracker arms a timer (or otherwise wakes the dispatcher) for what it holds.
+        The other tests read on their own as well, so they would not notice a silent tracker."""
+        profile = brokerlab_profile.with_overrides(
+            tracker_overrides(delayed_delivery_tracker_factory, strict=True, tick_ms=100)
+        )
+        bench = DelayedBench(brokerlab_host, profile, delays_messages=delays_messages)
+        sub = ("t", "a")
+        delays = (150, 151, 400, 1000, 1001)
+        held = [bench.add(sub, (1, entry), delay) for entry, delay in enumerate(delays)]
+        assert all(held) if delays_messages else not any(held)
+        bench.advance(max(delays) + 2 * bench.tick_ms + 1000)
+        missing = bench.log.undelivered(sub, None)
+        assert missing == [], f"never delivered {missing}: woken {bench.wakes[sub]} times"
+        bench.close()
+
     def test_fixed_scenario_in_strict_mode(
         self,
         brokerlab_host: PluginHost,
