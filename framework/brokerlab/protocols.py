@@ -322,10 +322,13 @@ class DelayedDeliveryTracker(Protocol):
     def get_scheduled_messages(self, max_messages: int) -> list[Position]:
         """Up to `max_messages` due positions, in (bucket time, ledger, entry) order; removed."""
 
-    def number_of_delayed_messages(self) -> int: ...
+    def number_of_delayed_messages(self) -> int:
+        """Positions held now. Pulsar's admin statistic; the broker model does not ask (the
+        contract kit does), so report memory and counts through the factory's `stats()`."""
 
     def buffer_memory_usage(self) -> int:
-        """Pulsar's own memory estimate for this tracker, in bytes."""
+        """Pulsar's own memory estimate for this tracker, in bytes. The broker model does not
+        ask: `delayed_pulsar_memory_bytes` comes from the factory's `stats()`."""
 
     def should_pause_all_deliveries(self) -> bool:
         """The fixed-delay lookahead rule: pause normal reads until delayed messages are due."""
