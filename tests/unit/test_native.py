@@ -146,7 +146,7 @@ def short(workload: str, tmp_path: Path, **values: int) -> Path:
     [
         ("pulsar-4.2.conf", "catch-up-fanout", {"duration_s": 5, "backlog": 3000, "drain_s": 20}),
         ("pulsar-4.0-legacy.conf", "catch-up-fanout", {"duration_s": 5, "backlog": 3000}),
-        ("pulsar-5.0.conf", "reconnect-storm", {"duration_s": 40}),
+        ("pulsar-5.0.conf", "reconnect-storm", {"duration_s": 45}),
         ("baseline.conf", "ack-holes-restart", {"duration_s": 70}),
     ],
 )
