@@ -239,6 +239,8 @@ class PluginHost:
                         f"plugin {plugin!r} ({dist}) yielded {type(item).__name__} from "
                         f"{hook_name}; expected {record_type.__name__}"
                     )
+                if isinstance(item, PluginRecord):
+                    _check_names(item, f"plugin {plugin!r} ({dist})", hook_name)
                 found.append(Registered(item, plugin, dist, version))
         return tuple(found)
 
@@ -349,8 +351,12 @@ class PluginHost:
         if profile.get("managedLedgerCacheSizeMB") == 0:
             # Pulsar swaps in its disabled cache whatever the implementation when the size is 0.
             entry_cache = pick("entry_cache", "managedLedgerCacheSizeMB", "disabled")
+            # An error about the cache must say what chose it: sim.entryCache may name another.
+            where = profile.origin("managedLedgerCacheSizeMB") or "the defaults"
+            chosen_by = f" (selected by managedLedgerCacheSizeMB=0 from {where})"
         else:
             entry_cache = pick("entry_cache", "sim.entryCache")
+            chosen_by = ""
         by_read_count = bool(profile.get("cacheEvictionByExpectedReadCount"))
         container_name = profile.get("sim.cursorContainer") or (
             "sorted-list" if by_read_count else "heap"
@@ -387,8 +393,8 @@ class PluginHost:
             )
         elif extra:
             raise ProfileError(
-                f"cannot be used with the entry cache {entry_cache.record.name!r}, which does not "
-                "consult eviction predicates",
+                f"cannot be used with the entry cache {entry_cache.record.name!r}{chosen_by}, "
+                "which does not consult eviction predicates",
                 origin=profile.origin("sim.evictionPredicates"),
                 key="sim.evictionPredicates",
                 value=",".join(extra),
@@ -406,6 +412,30 @@ class PluginHost:
             ack_state_persister=persister,
             eviction_predicates=tuple(predicates),
         )
+
+
+def _name_problem(name: object) -> str | None:
+    """Why a profile or command line could not select a record by ``name``, if it could not."""
+    if not isinstance(name, str) or not name:
+        return "is empty or not text"
+    if name != name.strip():
+        return "begins or ends with whitespace, which a profile strips from values"
+    if "," in name:
+        return "contains a comma, which separates the names of a list (sim.evictionPredicates)"
+    if not name.isprintable():
+        return "contains a line break or another unprintable character"
+    return None
+
+
+def _check_names(record: PluginRecord, who: str, hook_name: str) -> None:
+    for name in record.names:
+        problem = _name_problem(name)
+        if problem is not None:
+            raise PluginError(
+                f"{who} yielded {type(record).__name__} {record.name!r} from {hook_name}, whose "
+                f"name or alias {name!r} {problem}",
+                allowed="non-empty names without commas or surrounding whitespace",
+            )
 
 
 def _mismatch(exc: pluggy.PluginValidationError) -> PluginError:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import BaseModel
 
@@ -27,11 +27,15 @@ if TYPE_CHECKING:
     from brokerlab.workloads.model import WorkloadDocument
 
 __all__ = [
+    "JAVA_INT",
+    "JAVA_LONG",
     "AckStatePersisterRecord",
     "CursorContainerRecord",
     "DelayedDeliveryTrackerFactoryRecord",
     "EntryCacheRecord",
     "EvictionPredicateRecord",
+    "JavaLong",
+    "JavaType",
     "PluginRecord",
     "SettingsRecord",
     "SimulatorRecord",
@@ -175,3 +179,19 @@ class WorkloadRecord(PluginRecord):
     document: str
     origin: str = ""
     metadata: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class JavaType:
+    """`Annotated` metadata on an integer settings field: the Java type Pulsar (or Kafka) parses
+    the key as. An integer field without it is a Java `int`; see `JavaLong`."""
+
+    name: str
+    low: int
+    high: int
+
+
+JAVA_INT = JavaType("int", -(2**31), 2**31 - 1)
+JAVA_LONG = JavaType("long", -(2**63), 2**63 - 1)
+JavaLong = Annotated[int, JAVA_LONG]
+"""An integer key the broker declares as a Java `long`: `ttl_ms: JavaLong = Field(...)`."""

@@ -9,17 +9,17 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from brokerlab.broker.events import EventLoop
 from brokerlab.broker.streams import stream
 from brokerlab.errors import PluginError, WorkloadError
-from brokerlab.host import PluginChoices, PluginHost
+from brokerlab.host import PluginChoices, PluginHost, Registered
 from brokerlab.metrics import METRICS
 from brokerlab.profiles import Profile
 from brokerlab.protocols import PluginContext, SimulationRequest
-from brokerlab.records import SimulatorRecord
+from brokerlab.records import SimulatorRecord, WorkloadRecord
 from brokerlab.workloads import WorkloadDocument, resolve_workload
 
 __all__ = [
@@ -61,8 +61,15 @@ class Result:
 def load_workload(host: PluginHost, name_or_path: str) -> WorkloadDocument:
     """A workload named on the command line (a registered name or alias, or a TOML file),
     validated by the model of the simulator it names."""
-    records = {reg.record.name: reg.record for reg in host.records("workload")}
+    records = {reg.record.name: _labelled(reg) for reg in host.records("workload")}
     return resolve_workload(name_or_path, records, host.workload_models())
+
+
+def _labelled(reg: Registered[WorkloadRecord]) -> WorkloadRecord:
+    """The record with an ``origin`` for errors: a record without one is named by its plugin."""
+    if reg.record.origin:
+        return reg.record
+    return replace(reg.record, origin=f"plugin {reg.plugin}: workload {reg.record.name}")
 
 
 def profile_simulators(profile: Profile, host: PluginHost) -> set[str]:

@@ -508,3 +508,16 @@ def test_python_m_brokerlab_cli_is_the_command() -> None:
     assert shown.stdout == brokerlab("--help").stdout and "usage: brokerlab" in shown.stdout
     args = ["run", "--profile", str(BASELINE), "--workload", "tailing", "--seed", "-1"]
     one_error(brokerlab(*args, module="brokerlab.cli"), "'--seed'")
+
+
+def test_profile_check_refuses_a_bad_value_the_environment_covers(tmp_path: Path) -> None:
+    path = write(tmp_path, "bj.conf", "sim.entryCache=pip430\nmanagedLedgerCacheSizeMB=x\n")
+    result = brokerlab(
+        "profile", "check", str(path), env={"BROKERLAB_managedLedgerCacheSizeMB": "8"}
+    )
+    assert result.returncode == 2
+    assert "Traceback" not in result.stderr
+    assert result.stderr == (
+        f"brokerlab: error: {path}:2: key 'managedLedgerCacheSizeMB': value 'x' is not an "
+        "integer; allowed: an integer >= 0\n"
+    )

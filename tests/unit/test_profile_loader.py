@@ -508,10 +508,35 @@ def test_several_problems_raise_the_first_by_line_and_note_the_rest(tmp_path: Pa
     ]
 
 
-def test_a_bad_value_overridden_by_a_higher_layer_is_no_error(tmp_path: Path) -> None:
-    path = write(tmp_path / "p.conf", "sim.entryCache=x\ncacheEvictionByExpectedReadCount=maybe\n")
-    profile = load(path, {"cacheEvictionByExpectedReadCount": "false"})
-    assert profile.settings.by_expected is False
+@pytest.mark.parametrize("layer", ["--set", "env", "include"])
+def test_a_bad_value_covered_by_a_higher_layer_is_still_an_error(
+    tmp_path: Path, layer: str
+) -> None:
+    bad = write(tmp_path / "base.conf", "sim.entryCache=x\nmanagedLedgerCacheSizeMB=x\n")
+    overrides, environ, path = None, {}, bad
+    if layer == "--set":
+        overrides = {"managedLedgerCacheSizeMB": "8"}
+    elif layer == "env":
+        environ = {"BROKERLAB_managedLedgerCacheSizeMB": "8"}
+    else:
+        path = write(tmp_path / "top.conf", "sim.include=base.conf\nmanagedLedgerCacheSizeMB=8\n")
+    message = error_of(path, overrides, environ=environ)
+    assert message == (
+        f"{bad}:2: key 'managedLedgerCacheSizeMB': value 'x' is not an integer; "
+        "allowed: an integer >= 0"
+    )
+
+
+def test_a_covered_value_is_checked_alone_not_across_keys(tmp_path: Path) -> None:
+    """A base's low=5 is fine under a file that also raises high: checks across keys see the
+    winners only."""
+    write(tmp_path / "base.conf", "sim.window.low=5\n")
+    path = write(
+        tmp_path / "top.conf", "sim.include=base.conf\nsim.window.low=6\nsim.window.high=9\n"
+    )
+    record = SettingsRecord(namespace="window", model=Window)
+    profile = load_profile(path, plugin_settings=[record], environ={}, model=Mini)
+    assert profile.get("sim.window.low") == 6
 
 
 class Window(BaseModel):
@@ -533,6 +558,16 @@ def test_a_model_level_check_names_the_file_and_the_plugin(tmp_path: Path) -> No
     with pytest.raises(ProfileError) as info:
         load_profile(path, plugin_settings=[record], environ={}, model=Mini)
     assert str(info.value) == f"{path}: key 'sim.window.*': low must not exceed high"
+
+
+def test_a_key_defined_twice_names_both_owners() -> None:
+    clash = SettingsRecord(namespace="clash", model=NoInclude, prefix="")
+    with pytest.raises(PluginError) as info:
+        load_profile(None, plugin_settings=[clash], environ={}, model=Mini)
+    assert str(info.value) == (
+        "key 'dispatcherMaxReadBatchSize': is defined twice: by the broker settings Mini "
+        "(field batch) and by the plugin settings namespace 'clash' (NoInclude) (field batch)"
+    )
 
 
 def test_two_plugins_with_one_namespace_is_an_error() -> None:
@@ -658,6 +693,43 @@ def test_real_model_typo_suggests_the_pulsar_key(tmp_path: Path) -> None:
         load_profile(path, environ={}, model=broker_settings())
     assert "did you mean 'managedLedgerCacheSizeMB'" in str(info.value)
     assert f"{path}:2" in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("line", "allowed"),
+    [
+        ("managedLedgerCacheSizeMB=2147483648", "an integer >= 0, at most 2147483647 (a Java int)"),
+        (
+            "managedLedgerCacheSizeMB=99999999999999999999",
+            "an integer >= 0, at most 2147483647 (a Java int)",
+        ),
+        (
+            "managedLedgerMaxUnackedRangesToPersistInZooKeeper=-2147483649",
+            "an integer >= -1, at least -2147483648 (a Java int)",
+        ),
+        (
+            "managedLedgerCacheEvictionTimeThresholdMillis=9223372036854775808",
+            "an integer >= 0, at most 9223372036854775807 (a Java long)",
+        ),
+    ],
+)
+def test_integers_beyond_their_java_type_are_out_of_range(
+    tmp_path: Path, line: str, allowed: str
+) -> None:
+    path = write(tmp_path / "p.conf", f"sim.entryCache=pip430\n{line}\n")
+    key, value = line.split("=")
+    with pytest.raises(ProfileError) as info:
+        load_profile(path, environ={})
+    assert str(info.value) == (
+        f"{path}:2: key '{key}': value '{value}' is out of range; allowed: {allowed}"
+    )
+
+
+def test_java_longs_take_values_beyond_a_java_int() -> None:
+    profile = load_profile(
+        None, {"managedLedgerCacheEvictionTimeThresholdMillis": "9223372036854775807"}, environ={}
+    )
+    assert profile.get("managedLedgerCacheEvictionTimeThresholdMillis") == 2**63 - 1
 
 
 def test_default_model_is_broker_settings() -> None:

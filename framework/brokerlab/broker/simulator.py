@@ -7,7 +7,7 @@ the broker's counters and the plugins' stats into metrics.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
@@ -24,12 +24,12 @@ from brokerlab.protocols import (
     SimulationOutput,
     SimulationRequest,
 )
-from brokerlab.records import AckStatePersisterRecord, SimulatorRecord
+from brokerlab.records import AckStatePersisterRecord, PluginRecord, SimulatorRecord
 from brokerlab.workloads.model import WorkloadSpec
 from brokerlab.workloads.scaling import estimated_cost, scale_workload
 
 if TYPE_CHECKING:
-    from brokerlab.host import PluginChoices
+    from brokerlab.host import PluginChoices, Registered
     from brokerlab.profiles import Profile
 
 __all__ = ["PULSAR", "run_pulsar", "wire_broker"]
@@ -53,7 +53,7 @@ def run_pulsar(request: SimulationRequest) -> SimulationOutput:
         progress = request.progress
         report = None if progress is None else (lambda now: progress(now / end if end else 1.0))
         loop.run_until(end, report)
-    metrics = _collect(broker)
+    metrics = _collect(broker, request.choices)
     broker.plugins.tracker_factory.close()
     return SimulationOutput(
         metrics=metrics, plugins=request.choices.names(), events=loop.events_run
@@ -97,26 +97,37 @@ def _new_persister(
     return record.factory(context, cursor)
 
 
-def _collect(broker: Broker) -> dict[str, float]:
+def _collect(broker: Broker, choices: PluginChoices) -> dict[str, float]:
     """Every Pulsar metric, from the broker's counters and the plugins' stats."""
     metrics: dict[str, Any] = dict.fromkeys(metrics_of(PULSAR), 0)
     metrics.update(broker.finish())
-    reported: dict[str, float] = dict(broker.cache.stats())
-    for name, value in broker.peaks.items():
+    reported: dict[str, float] = _registered(broker.cache.stats(), choices.entry_cache)
+    # The peaks are the tracker factory's gauges, sampled, and the broker's own cache peak.
+    for name, value in _registered(broker.peaks, choices.delayed_delivery).items():
         reported[name] = max(value, reported.get(name, 0))
     # Persisters report per cursor; their counters add up over cursors.
     for persister in broker.persisters():
-        for name, value in persister.stats().items():
+        for name, value in _registered(persister.stats(), choices.ack_state_persister).items():
             reported[name] = reported.get(name, 0) + value
-    for name, value in reported.items():
-        if name not in METRICS or METRICS[name].simulator != PULSAR:
-            raise PluginError(f"a plugin reported the unregistered metric {name!r}")
-        metrics[name] = value
+    metrics.update(reported)
     hits, misses = metrics["cache_hits"], metrics["cache_misses"]
     metrics["cache_hit_ratio"] = hits / (hits + misses) if hits + misses else 0.0
     written, changed = metrics["ack_persisted_bytes"], metrics["ack_changed_bytes"]
     metrics["ack_write_amplification"] = written / changed if changed else 0.0
     return metrics
+
+
+def _registered(stats: Mapping[str, float], reporter: Registered[Any]) -> dict[str, float]:
+    """``stats``, refused (naming the record that reported it) if a name is no Pulsar metric."""
+    record: PluginRecord = reporter.record
+    for name in stats:
+        if name not in METRICS or METRICS[name].simulator != PULSAR:
+            raise PluginError(
+                f"{type(record).__name__} {record.name!r} of plugin {reporter.plugin!r} "
+                f"({reporter.source}) reported the unregistered metric {name!r}",
+                allowed="the metrics registered for the pulsar simulator in brokerlab.metrics",
+            )
+    return dict(stats)
 
 
 @hookimpl

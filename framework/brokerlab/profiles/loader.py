@@ -27,7 +27,7 @@ from pydantic_settings import BaseSettings, PydanticBaseSettingsSource
 
 from brokerlab.errors import Origin, PluginError, ProfileError, did_you_mean
 from brokerlab.profiles.properties import PropertyLine, read_properties
-from brokerlab.records import SettingsRecord
+from brokerlab.records import JAVA_INT, JavaType, SettingsRecord
 
 __all__ = [
     "ENV_PREFIX",
@@ -98,6 +98,7 @@ def _keys(model: type[BaseModel], records: tuple[SettingsRecord, ...]) -> dict[s
     for name, info in model.model_fields.items():
         keys[_field_key(name, info)] = KeyInfo(_field_key(name, info), name, info)
     namespaces: dict[str, SettingsRecord] = {}
+    owners: dict[str | None, str] = {None: f"the broker settings {model.__qualname__}"}
     for record in records:
         if record.namespace in namespaces:
             first = namespaces[record.namespace].model.__qualname__
@@ -107,10 +108,18 @@ def _keys(model: type[BaseModel], records: tuple[SettingsRecord, ...]) -> dict[s
                 key=record.key_prefix,
             )
         namespaces[record.namespace] = record
+        owners[record.namespace] = (
+            f"the plugin settings namespace {record.namespace!r} ({record.model.__qualname__})"
+        )
         for name, info in record.model.model_fields.items():
             key = f"{record.key_prefix}{_field_key(name, info)}"
             if key in keys:
-                raise PluginError("is defined twice", key=key)
+                clash = keys[key]
+                raise PluginError(
+                    f"is defined twice: by {owners[clash.namespace]} (field {clash.name}) and by "
+                    f"{owners[record.namespace]} (field {name})",
+                    key=key,
+                )
             keys[key] = KeyInfo(key, name, info, record.namespace)
     return keys
 
@@ -206,24 +215,50 @@ class _Rejected:
         return repr(self.text)
 
 
+class _OutOfJavaRange(_Rejected):
+    """An integer beyond the Java type Pulsar parses the key as: Pulsar fails to start on it."""
+
+    def __init__(self, text: str, java: JavaType) -> None:
+        super().__init__(text)
+        self.java = java
+
+    def allowed(self, info: FieldInfo) -> str:
+        """The field's allowed values, bounded by its Java type on the side the value crossed."""
+        high = int(self.text) > self.java.high
+        bound = f"at most {self.java.high}" if high else f"at least {self.java.low}"
+        return f"{allowed_values(info)}, {bound} (a Java {self.java.name})"
+
+
+def _java_type(info: FieldInfo, metadata: Iterable[Any] = ()) -> JavaType:
+    """The Java type an integer field is parsed as: ``int`` unless annotated (``JavaLong``)."""
+    found = (item for item in [*info.metadata, *metadata] if isinstance(item, JavaType))
+    return next(found, JAVA_INT)
+
+
 def _coerce(raw: str, info: FieldInfo) -> object:
     """Turn profile text into what the field validates, accepting Pulsar's spellings only."""
-    annotation = _unwrap(info.annotation)[0]
+    annotation, metadata = _unwrap(info.annotation)
     text = raw.strip()
     if _is_sequence(annotation):
         args = get_args(annotation)
-        item = _unwrap(args[0])[0] if args else str
-        return [_coerce_scalar(part.strip(), item) for part in text.split(",") if part.strip()]
-    return _coerce_scalar(text, annotation)
+        item, item_metadata = _unwrap(args[0]) if args else (str, [])
+        java = _java_type(info, [*metadata, *item_metadata])
+        return [
+            _coerce_scalar(part.strip(), item, java) for part in text.split(",") if part.strip()
+        ]
+    return _coerce_scalar(text, annotation, _java_type(info, metadata))
 
 
-def _coerce_scalar(text: str, annotation: Any) -> object:
+def _coerce_scalar(text: str, annotation: Any, java: JavaType) -> object:
     # pydantic alone would take "yes" as true and "1_000" or "100.0" as integers; Pulsar does not.
     if annotation is bool:
         lowered = text.lower()
         return {"true": True, "false": False}.get(lowered, _Rejected(text))
-    if annotation is int and not _JAVA_INT.fullmatch(text):
-        return _Rejected(text)
+    if annotation is int:
+        if not _JAVA_INT.fullmatch(text):
+            return _Rejected(text)
+        if not java.low <= int(text) <= java.high:
+            return _OutOfJavaRange(text, java)
     return text
 
 
@@ -552,29 +587,67 @@ def _assemble(
     validated: dict[str | None, BaseModel] = {}
     for namespace, owner in owners.items():
         owned = {key: info for key, info in keys.items() if info.namespace == namespace}
-        values = [
-            {
-                _field_key(info.name, info.field): _coerce(raw, info.field)
-                for key, info in owned.items()
-                if key in layer.entries and _is_set(raw := layer.entries[key][0])
-            }
-            for layer in layers
-        ]
+        values = [_layer_values(layer, owned) for layer in layers]
         try:
             validated[namespace] = _validate(owner, values)
         except ValidationError as exc:
             problems.extend(_explain(exc, namespace, owned, winners, path))
+        problems.extend(_covered_problems(owner, namespace, owned, layers, values, winners, path))
     if problems:
         problems.sort(key=lambda problem: problem.order)
-        first = problems[0].error
-        for other in problems[1:]:
-            first.add_note(f"also: {other.error}")
+        # A base included twice is two layers with the same lines: report each line once.
+        unique = list({str(problem.error): problem.error for problem in problems}.values())
+        first = unique[0]
+        for other in unique[1:]:
+            first.add_note(f"also: {other}")
         raise first
 
     settings = validated.pop(None)
     origins = {key: origin for key, (_, origin, _) in winners.items()}
     plugins = {namespace: value for namespace, value in validated.items() if namespace is not None}
     return Profile(path, mode, settings, plugins, origins, unmodelled, model, records, layers)
+
+
+def _layer_values(layer: _Layer, owned: Mapping[str, KeyInfo]) -> dict[str, object]:
+    """One layer's set values of the ``owned`` keys, keyed by alias, as the model validates them."""
+    return {
+        _field_key(info.name, info.field): _coerce(raw, info.field)
+        for key, info in owned.items()
+        if key in layer.entries and _is_set(raw := layer.entries[key][0])
+    }
+
+
+def _covered_problems(
+    owner: type[BaseModel],
+    namespace: str | None,
+    owned: Mapping[str, KeyInfo],
+    layers: Sequence[_Layer],
+    values: Sequence[Mapping[str, object]],
+    winners: Mapping[str, tuple[str, Origin, int]],
+    path: Path | None,
+) -> list[_Problem]:
+    """Problems of the values a higher layer covers.
+
+    pydantic-settings validates only the value that wins, but a bad value is an error wherever it
+    is (a base profile, a file under ``--set``): each layer's covered values are validated alone,
+    on the defaults, and only problems of those keys count (checks across keys need the winners).
+    """
+    problems: list[_Problem] = []
+    for rank, (layer, layer_values) in enumerate(zip(layers, values, strict=True)):
+        covered = {
+            key: (raw, origin, rank)
+            for key, (raw, origin) in layer.entries.items()
+            if key in owned and _is_set(raw) and winners[key][2] != rank
+        }
+        if not covered:
+            continue
+        aliases = {_field_key(owned[key].name, owned[key].field) for key in covered}
+        try:
+            _validate(owner, [{a: v for a, v in layer_values.items() if a in aliases}])
+        except ValidationError as exc:
+            found = _explain(exc, namespace, owned, covered, path)
+            problems.extend(problem for problem in found if problem.error.key in covered)
+    return problems
 
 
 def _namespace_key(namespace: str, owned: Mapping[str, KeyInfo]) -> str:
@@ -612,11 +685,13 @@ def _explain(
             continue  # one problem per key (a union type reports once per member)
         seen.add(info.key)
         raw, origin, rank = winners.get(info.key, ("", None, last))
-        text = _problem_text(error)
+        bad = error.get("input")
+        text = "is out of range" if isinstance(bad, _OutOfJavaRange) else _problem_text(error)
+        allowed = bad.allowed(info.field) if isinstance(bad, _OutOfJavaRange) else info.allowed
         if len(loc) > 1 and isinstance(loc[1], int):
-            text = f"has an invalid item {loc[1] + 1} ({error['input']!r}): it {text}"
+            text = f"has an invalid item {loc[1] + 1} ({bad!r}): it {text}"
         problem = ProfileError(
-            text, origin=origin, key=info.key, value=raw.strip(), allowed=info.allowed
+            text, origin=origin, key=info.key, value=raw.strip(), allowed=allowed
         )
         line = origin.line if origin is not None and origin.line is not None else 0
         problems.append(_Problem((rank, line, 0), problem))

@@ -17,6 +17,8 @@ from pydantic import Field, field_validator
 from pydantic.fields import FieldInfo
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from brokerlab.records import JavaLong
+
 __all__ = ["SECTIONS", "BrokerSettings", "field_for_key"]
 
 SECTIONS: tuple[str, ...] = (
@@ -174,7 +176,7 @@ class BrokerSettings(BaseSettings):
         "(fixed delay).",
         json_schema_extra=_cache("§0.5, §6"),
     )
-    managed_ledger_cache_eviction_time_threshold_millis: int = Field(
+    managed_ledger_cache_eviction_time_threshold_millis: JavaLong = Field(
         default=1000,
         alias="managedLedgerCacheEvictionTimeThresholdMillis",
         ge=0,
@@ -206,7 +208,7 @@ class BrokerSettings(BaseSettings):
         json_schema_extra=_cache("§0.3, §2.4, §6"),
     )
     managed_ledger_continue_caching_added_entries_after_last_active_cursor_leaves_millis: (
-        int | None
+        JavaLong | None
     ) = Field(
         default=None,
         alias="managedLedgerContinueCachingAddedEntriesAfterLastActiveCursorLeavesMillis",
@@ -223,7 +225,7 @@ class BrokerSettings(BaseSettings):
         "position instead of the slowest read position.",
         json_schema_extra=_cache("§5.3, §6"),
     )
-    managed_ledger_cursor_backlogged_threshold: int = Field(
+    managed_ledger_cursor_backlogged_threshold: JavaLong = Field(
         default=1000,
         alias="managedLedgerCursorBackloggedThreshold",
         ge=0,
@@ -360,7 +362,7 @@ class BrokerSettings(BaseSettings):
         "compressed.",
         json_schema_extra=_ack("§2.4, §9"),
     )
-    managed_cursor_info_compression_threshold_in_bytes: int = Field(
+    managed_cursor_info_compression_threshold_in_bytes: JavaLong = Field(
         default=16_384,
         alias="managedCursorInfoCompressionThresholdInBytes",
         ge=0,
@@ -407,7 +409,7 @@ class BrokerSettings(BaseSettings):
         "persisted. Not the same key as dispatcherPauseOnAckStatePersistentEnabled.",
         json_schema_extra=_ack("§0.2, §9", "pip-299"),
     )
-    max_individual_ack_cache_bytes_per_cursor: int = Field(
+    max_individual_ack_cache_bytes_per_cursor: JavaLong = Field(
         default=3 * _MB,
         alias="maxIndividualAckCacheBytesPerCursor",
         ge=0,
@@ -439,7 +441,7 @@ class BrokerSettings(BaseSettings):
         "org.apache.pulsar.broker.delayed.InMemoryTopicDelayedDeliveryTrackerFactory for PIP-448.",
         json_schema_extra=_delayed("§0.2, §5"),
     )
-    delayed_delivery_tick_time_millis: int = Field(
+    delayed_delivery_tick_time_millis: JavaLong = Field(
         default=1000,
         alias="delayedDeliveryTickTimeMillis",
         ge=1,
@@ -455,7 +457,7 @@ class BrokerSettings(BaseSettings):
         "when false it may go out up to one tick early.",
         json_schema_extra=_delayed("§2, §3.3, §5"),
     )
-    delayed_delivery_fixed_delay_detection_lookahead: int = Field(
+    delayed_delivery_fixed_delay_detection_lookahead: JavaLong = Field(
         default=50_000,
         alias="delayedDeliveryFixedDelayDetectionLookahead",
         ge=0,
@@ -463,7 +465,7 @@ class BrokerSettings(BaseSettings):
         "the dispatcher stops reading new entries until some are due; 0 disables the pause.",
         json_schema_extra=_delayed("§3.9, §5"),
     )
-    delayed_delivery_prune_min_interval_millis: int = Field(
+    delayed_delivery_prune_min_interval_millis: JavaLong = Field(
         default=0,
         alias="delayedDeliveryPruneMinIntervalMillis",
         ge=0,
@@ -482,7 +484,7 @@ class BrokerSettings(BaseSettings):
         "brokerlab rejects them instead.",
         json_schema_extra=_delayed("§0.2, §4.4, §5", "pip-448"),
     )
-    delayed_delivery_topic_manager_idle_millis: int = Field(
+    delayed_delivery_topic_manager_idle_millis: JavaLong = Field(
         default=0,
         alias="delayedDeliveryTopicManagerIdleMillis",
         ge=0,

@@ -649,10 +649,13 @@ class EvictionPredicateContract:
         """The broker runs with the predicate chained: same seed, same result; no invariant
         broken."""
         for profile in self.chained_profiles(brokerlab_host, brokerlab_profile, eviction_predicate):
-            overrides = {
-                "sim.entryCache": profile.settings.sim_entry_cache,
-                "sim.evictionPredicates": eviction_predicate,
-            }
+            # cache_overrides keeps a size-0 profile from selecting the disabled cache.
+            overrides = cache_overrides(
+                brokerlab_host,
+                brokerlab_profile,
+                profile.settings.sim_entry_cache,
+                **{"sim.evictionPredicates": eviction_predicate},
+            )
             check_simulation(simulate, overrides)
 
 

@@ -28,7 +28,7 @@ from pydantic import BaseModel, ValidationError
 from pydantic.fields import FieldInfo
 from pydantic_core import ErrorDetails
 
-from brokerlab.errors import Origin, WorkloadError, did_you_mean
+from brokerlab.errors import Origin, PluginError, WorkloadError, did_you_mean
 from brokerlab.records import WorkloadRecord
 from brokerlab.workloads.model import SubscriptionSpec, TopicSpec, WorkloadDocument, WorkloadSpec
 
@@ -155,7 +155,18 @@ def resolve_workload(
             allowed=", ".join(names) + " or a path to a .toml file",
             suggestions=did_you_mean(name_or_path, names),
         )
-    return parse_workload(record.document, record.origin or f"builtin:{record.name}", models)
+    origin = record.origin or f"workload record {record.name}"  # a third party's: not builtin
+    document = parse_workload(record.document, origin, models)
+    if document.name != record.name:
+        # Results carry the document's name: they would be filed under another workload.
+        raise PluginError(
+            f"has the name {document.name!r}, but its workload record is named {record.name!r}",
+            origin=Origin(origin, toml_key_lines(record.document).get(("name",))),
+            key="name",
+            value=document.name,
+            allowed=repr(record.name),
+        )
+    return document
 
 
 def format_key(loc: Loc) -> str:

@@ -11,6 +11,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from brokerlab.records import JavaLong
+
 __all__ = ["NAMESPACE", "KafkaIndexCacheSettings"]
 
 NAMESPACE = "kafka"
@@ -21,21 +23,21 @@ class KafkaIndexCacheSettings(BaseModel):
 
     model_config = ConfigDict(populate_by_name=True, extra="forbid", frozen=True)
 
-    total_size_bytes: int = Field(
+    total_size_bytes: JavaLong = Field(
         1_073_741_824,
         alias="remote.log.index.file.cache.total.size.bytes",
         ge=1,
         description="Bound on the summed size of the cached index files (offset + time + "
         "transaction) in bytes; Kafka's default is 1 GiB, validator atLeast(1).",
     )
-    ttl_ms: int = Field(
+    ttl_ms: JavaLong = Field(
         900_000,
         alias="remote.log.index.file.cache.ttl.ms",
         description="Expire-after-access TTL of a cached entry (KAFKA-19970, an internal config). "
         "An entry is expired once idle for at least this long; -1 or 0 disables expiry. "
         "900000 is what a Kafka 4.3.0 broker logs; the commit text says 3600000.",
     )
-    task_interval_ms: int = Field(
+    task_interval_ms: JavaLong = Field(
         30_000,
         alias="remote.log.manager.task.interval.ms",
         ge=1,
@@ -48,7 +50,7 @@ class KafkaIndexCacheSettings(BaseModel):
         description="Size-eviction policy: w-tinylfu (what Caffeine, and so Kafka, does) or lru "
         "(the KIP text's description).",
     )
-    file_delete_delay_ms: int = Field(
+    file_delete_delay_ms: JavaLong = Field(
         10_000,
         alias="sim.kafka.fileDeleteDelayMs",
         ge=0,
