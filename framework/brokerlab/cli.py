@@ -34,6 +34,7 @@ from brokerlab.textui import ProgressBar, format_result, metrics_markdown
 __all__ = ["main"]
 
 EXIT_OK, EXIT_INTERNAL, EXIT_USAGE = 0, 1, 2
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report a command stopped by Ctrl-C
 ISSUES_URL = "the brokerlab issue tracker"
 
 
@@ -412,7 +413,8 @@ def _add_matrix_commands(commands: Any) -> None:
         "--workload it runs the showcase: every ready profile x every named workload x 3 "
         "seeds, shortened (--scale) to finish in minutes.",
         epilog="exit codes: 0 all cells ok, 2 bad input, 3 some cells failed (named on stderr; "
-        "re-run into the same --out to retry only them), 1 internal error",
+        "re-run into the same --out to retry only them), 130 interrupted (re-run to resume), "
+        "1 internal error",
     )
     matrix.add_argument(
         "--profile",
@@ -579,6 +581,9 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
         return EXIT_USAGE
     except BrokenPipeError:
         return EXIT_OK
+    except KeyboardInterrupt as exc:  # a matrix says what it saved (MatrixInterrupted)
+        sys.stderr.write(f"brokerlab: {exc or 'interrupted'}\n")
+        return EXIT_INTERRUPTED
     except Exception:
         traceback.print_exc()
         sys.stderr.write(

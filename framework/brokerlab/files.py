@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-__all__ = ["atomic_path", "unwritable_reason"]
+__all__ = ["atomic_path", "unwritable_folder_reason", "unwritable_reason"]
 
 
 @contextmanager
@@ -35,8 +35,33 @@ def unwritable_reason(path: Path) -> str | None:
     if path.exists() and not path.is_file():
         # os.replace would fail on a folder, and replace a device node such as /dev/null.
         return "is a directory" if path.is_dir() else "exists and is not a regular file"
-    folder = path.parent
-    while not folder.exists() and folder != folder.parent:  # atomic_path creates missing folders
+    return _uncreatable_reason(path.parent)
+
+
+def unwritable_folder_reason(path: Path) -> str | None:
+    """Why ``path`` cannot be a folder to write files in, or ``None`` once it is one.
+
+    Creates ``path`` (with missing parents) and a file in it, then removes the file: only trying
+    shows what a permission check cannot (procfs, a read-only mount, as root).
+    """
+    if path.exists() and not path.is_dir():
+        return "exists and is not a directory"
+    problem = _uncreatable_reason(path)
+    if problem is not None:
+        return problem
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        fd, name = tempfile.mkstemp(prefix=".probe.", dir=path)
+        os.close(fd)
+        os.unlink(name)
+    except OSError as exc:
+        return f"cannot be written ({exc.strerror or exc})"
+    return None
+
+
+def _uncreatable_reason(folder: Path) -> str | None:
+    """Why ``folder`` cannot be a writable folder: its nearest existing ancestor is not one."""
+    while not folder.exists() and folder != folder.parent:  # missing folders are created
         folder = folder.parent
     if not folder.is_dir():
         return f"cannot be created: {str(folder)!r} is not a directory"

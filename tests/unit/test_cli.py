@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -521,3 +523,85 @@ def test_profile_check_refuses_a_bad_value_the_environment_covers(tmp_path: Path
         f"brokerlab: error: {path}:2: key 'managedLedgerCacheSizeMB': value 'x' is not an "
         "integer; allowed: an integer >= 0\n"
     )
+
+
+def tiny_matrix(workload: Path, out: str, *extra: str) -> list[str]:
+    """One profile, one workload, one seed: a matrix of one cell."""
+    return ["matrix", "--profile", str(BASELINE), "--workload", str(workload), "--seeds", "1",
+            "--scale", "0.05", "--out", out, "--conf", "spark.ui.enabled=false",
+            *extra]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("target", "problem"),
+    [
+        ("{tmp}/file.txt", "exists and is not a directory"),
+        ("{tmp}/file.txt/out", "is not a directory"),
+        ("/proc/brokerlab-out", "cannot be"),  # procfs takes no folders, though it looks writable
+    ],
+)
+def test_matrix_out_is_checked_before_spark_starts(
+    tmp_path: Path, target: str, problem: str
+) -> None:
+    write(tmp_path, "file.txt", "not a folder")
+    out = target.format(tmp=tmp_path)
+    result = brokerlab(*tiny_matrix(small_workload(tmp_path), out))
+    one_error(result, "'--out'", f"'{out}'", problem, "allowed: a folder path")
+
+
+@pytest.mark.parametrize("master", ["bogus", "local[x]", "spark://nohost.invalid"])
+def test_matrix_master_of_a_bad_form_is_refused_before_spark_starts(
+    tmp_path: Path, master: str
+) -> None:
+    result = brokerlab(
+        *tiny_matrix(small_workload(tmp_path), str(tmp_path / "out"), "--master", master)
+    )
+    one_error(result, "'--master'", f"'{master}'", "allowed: local, local[N], local[*]", "yarn")
+
+
+@pytest.mark.spark
+def test_matrix_master_that_cannot_start_is_one_clear_error(tmp_path: Path) -> None:
+    # Well formed, but Spark cannot start there (no Hadoop configuration names a YARN cluster).
+    result = brokerlab(
+        *tiny_matrix(small_workload(tmp_path), str(tmp_path / "out"), "--master", "yarn")
+    )
+    assert result.returncode == 2, result.stderr
+    last = result.stderr.splitlines()[-1]  # Spark's own lines before it cannot be avoided
+    assert last.startswith("brokerlab: error: key '--master': value 'yarn'"), result.stderr
+    assert "Spark could not start on it" in last
+    assert "Traceback" not in result.stderr and "internal error" not in result.stderr
+
+
+@pytest.mark.spark
+@pytest.mark.slow
+def test_matrix_ctrl_c_says_what_is_saved_and_how_to_resume(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    # Cells of a few seconds each, one at a time: most are still to run at the first progress line.
+    longer = small_workload(tmp_path).read_text().replace("duration_s = 2", "duration_s = 300")
+    workload = write(tmp_path, "longer.toml", longer)
+    args = tiny_matrix(workload, str(out), "--seeds", "6", "--master", "local[1]", "--scale", "1")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("BROKERLAB_")}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "brokerlab", *args], env=env, start_new_session=True,
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    assert process.stderr is not None
+    lines = []
+    for line in process.stderr:  # the first progress line: Spark runs cells
+        lines.append(line)
+        if line.startswith("cells ["):
+            break
+    os.killpg(process.pid, signal.SIGINT)  # as Ctrl-C in a terminal: Python, JVM and workers
+    rest = process.communicate(timeout=120)[1]
+    stderr = "".join(lines) + rest
+    assert process.returncode == 130, stderr
+    assert "Traceback" not in stderr, stderr
+    saved = re.fullmatch(
+        rf"brokerlab: interrupted: (\d+) of 6 cells saved in {re.escape(str(out / 'results'))}; "
+        "run the same command again to resume",
+        stderr.splitlines()[-1],
+    )
+    assert saved, stderr
+    from brokerlab.spark.results import ResultStore
+
+    assert int(saved[1]) == len(ResultStore(out).finished()) < 6

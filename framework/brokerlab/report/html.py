@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 import pandas as pd
 
 from brokerlab.metrics import METRICS
-from brokerlab.report.plots import config_label, key_metrics
+from brokerlab.report.plots import config_labels, key_metrics
 
 __all__ = ["render"]
 
@@ -42,12 +42,14 @@ def _table(summary: pd.DataFrame) -> str:
     shown = key_metrics(summary)
     head = "".join(f"<th>{html.escape(m)}<br><small>{METRICS[m].unit}</small></th>" for m in shown)
     lines = [f"<table><tr><th>configuration</th><th>seeds</th>{head}</tr>"]
-    for (profile, overrides), group in summary.groupby(["profile", "overrides"], sort=True):
+    # A row per configuration label: it tells apart scales and settings fingerprints, so no
+    # metric of one configuration overwrites another's.
+    labels = pd.Series(config_labels(summary), index=summary.index)
+    for label, group in summary.groupby(labels, sort=False):
         by_metric = {r["metric"]: r for _, r in group.iterrows()}
         seeds = int(group["n"].max())
         cells = "".join(f"<td>{_cell(by_metric[m]) if m in by_metric else ''}</td>" for m in shown)
-        label = html.escape(config_label(str(profile), str(overrides)))
-        lines.append(f"<tr><td>{label}</td><td>{seeds}</td>{cells}</tr>")
+        lines.append(f"<tr><td>{html.escape(str(label))}</td><td>{seeds}</td>{cells}</tr>")
     lines.append("</table>")
     return "\n".join(lines)
 

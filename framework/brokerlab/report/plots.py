@@ -18,7 +18,14 @@ from matplotlib.figure import Figure
 
 from brokerlab.metrics import METRICS, metrics_of
 
-__all__ = ["KEY_METRICS", "config_label", "key_metrics", "metric_bars", "sweep_lines"]
+__all__ = [
+    "KEY_METRICS",
+    "config_label",
+    "config_labels",
+    "key_metrics",
+    "metric_bars",
+    "sweep_lines",
+]
 
 KEY_METRICS: dict[str, tuple[str, ...]] = {
     "pulsar": (
@@ -61,8 +68,26 @@ def key_metrics(summary: pd.DataFrame) -> tuple[str, ...]:
 def config_label(profile: str, overrides: str, hide: Sequence[str] = ()) -> str:
     """``profile`` plus its ``--set`` values (except the keys in ``hide``), for legends."""
     values = {k: v for k, v in json.loads(overrides or "{}").items() if k not in hide}
-    extra = ", ".join(f"{k.split('.')[-1]}={v}" for k, v in values.items())
+    # Whole keys: a last dotted part ("ms") is ambiguous among a plugin's many *.ms keys.
+    extra = ", ".join(f"{k}={v}" for k, v in values.items())
     return f"{profile} [{extra}]" if extra else profile
+
+
+def config_labels(summary: pd.DataFrame, hide: Sequence[str] = ()) -> list[str]:
+    """A label per row of ``summary`` (summary.csv rows): :func:`config_label`, plus what tells
+    apart configurations it would merge: the scale when ``summary`` holds several, and a short
+    profile fingerprint when one profile and ``--set`` values ran with different settings (an
+    environment variable, an edited profile file)."""
+    several_scales = summary["scale"].nunique() > 1
+    fingerprints = summary.groupby(["profile", "overrides"], dropna=False)["profile_fingerprint"]
+    several_fingerprints = fingerprints.transform("nunique") > 1
+    labels = []
+    for row, ambiguous in zip(summary.itertuples(), several_fingerprints, strict=True):
+        extra = [f"settings {str(row.profile_fingerprint)[:8]}"] if ambiguous else []
+        extra += [f"scale {row.scale:g}"] if several_scales else []
+        label = config_label(str(row.profile), str(row.overrides), hide)
+        labels.append(f"{label} ({', '.join(extra)})" if extra else label)
+    return labels
 
 
 def _png(figure: Figure) -> bytes:
@@ -93,10 +118,11 @@ def metric_bars(summary: pd.DataFrame, workload: str, metrics: Sequence[str] = (
     """One panel per metric (default: :func:`key_metrics`): a bar per configuration, with its 95%
     interval over seeds."""
     metrics = metrics or key_metrics(summary)
+    label_of = pd.Series(config_labels(summary), index=summary.index)
     figure, axes = _grid(len(metrics))
     for ax, metric in zip(axes, metrics, strict=True):
         rows = summary[summary["metric"] == metric]
-        labels = [config_label(r.profile, r.overrides) for r in rows.itertuples()]
+        labels = label_of[rows.index].tolist()
         means = rows["mean"].tolist()
         errors = [_half_width(r) for _, r in rows.iterrows()]
         positions = list(range(len(labels)))
@@ -130,10 +156,7 @@ def sweep_lines(
     )
     numeric = all(_as_number(v) is not None for v in values)
     data["x"] = [float(v) if numeric else values.index(v) for v in data["swept"]]
-    data["series"] = [
-        config_label(p, o, hide=[key])
-        for p, o in zip(data["profile"], data["overrides"], strict=True)
-    ]
+    data["series"] = config_labels(data, hide=[key])
     figure, axes = _grid(len(metrics))
     for ax, metric in zip(axes, metrics, strict=True):
         rows = data[data["metric"] == metric]
@@ -143,7 +166,7 @@ def sweep_lines(
             ax.errorbar(group["x"], group["mean"], yerr=errors, marker="o", capsize=3, label=series)
         if not numeric:
             ax.set_xticks(range(len(values)), values, fontsize=7)
-        ax.set_xlabel(key.split(".")[-1], fontsize=7)
+        ax.set_xlabel(key, fontsize=7)
         ax.set_title(f"{metric} ({METRICS[metric].unit})", fontsize=9)
         ax.tick_params(labelsize=7)
     if axes:

@@ -8,6 +8,7 @@ something to run.
 from __future__ import annotations
 
 import contextlib
+import re
 import sys
 import time
 from collections.abc import Sequence
@@ -17,6 +18,8 @@ from pathlib import Path
 from typing import TextIO
 
 from brokerlab._api import load_profile
+from brokerlab.errors import ProfileError, WorkloadError
+from brokerlab.files import unwritable_folder_reason
 from brokerlab.host import PluginHost
 from brokerlab.spark.cells import Cell, build_cells, parse_sweeps
 from brokerlab.spark.executor import HostConfig
@@ -26,6 +29,7 @@ from brokerlab.spark.schema import STATUS_FAILED
 
 __all__ = [
     "SHOWCASE_SEEDS",
+    "MatrixInterrupted",
     "MatrixOutcome",
     "MatrixRequest",
     "plan",
@@ -44,6 +48,17 @@ SHOWCASE_COST_S = {0.2: 5.9, 0.1: 3.5, 0.05: 2.6, 0.02: 1.9}
 SHOWCASE_BUDGET_S = 210.0  # wall seconds for the cells; Spark start and the report take the rest
 _EFFICIENCY = 0.85  # measured speed-up on 2 cores is ~1.7-1.9x
 
+# The master URLs Spark accepts: a typo is refused here, not after a JVM start and Java traces.
+MASTER_FORMS = (
+    "local, local[N], local[*], local[N,F], spark://HOST:PORT[,HOST:PORT...], yarn, "
+    "k8s://URL, mesos://URL"
+)
+_HOST_PORT = r"(\[[0-9A-Fa-f:.]+\]|[^\s/:,\[\]]+):\d+"
+_MASTER = re.compile(
+    rf"local(\[(\d+|\*)(\s*,\s*\d+)?\])?|spark://{_HOST_PORT}(,{_HOST_PORT})*"
+    r"|yarn|k8s://\S+|mesos://\S+"
+)
+
 
 @dataclass(frozen=True)
 class MatrixRequest:
@@ -60,6 +75,10 @@ class MatrixRequest:
     engine: str = "rdd"
     wave_size: int | None = None
     spark_conf: dict[str, str] = field(default_factory=dict)
+
+
+class MatrixInterrupted(KeyboardInterrupt):
+    """Ctrl-C during a matrix; its message says what is saved and how to resume."""
 
 
 @dataclass(frozen=True)
@@ -92,6 +111,23 @@ def default_out() -> Path:
     return Path("results") / datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
 
 
+def check_master(master: str | None) -> None:
+    """Raise :class:`ProfileError` unless ``master`` (``None``: Spark's config) has a valid form."""
+    if master is not None and not _MASTER.fullmatch(master):
+        raise ProfileError(
+            "is not a Spark master URL", key="--master", value=master, allowed=MASTER_FORMS
+        )
+
+
+def check_out(out: Path) -> None:
+    """Raise :class:`WorkloadError` unless ``out`` is (or now became) a writable folder."""
+    problem = unwritable_folder_reason(out)
+    if problem is not None:
+        raise WorkloadError(
+            problem, key="--out", value=str(out), allowed="a folder path (created if missing)"
+        )
+
+
 def plan(request: MatrixRequest, host: PluginHost) -> list[Cell]:
     """Every cell of the request, validated (raises ProfileError / WorkloadError)."""
     profiles = [load_profile(path, host=host) for path in request.profiles]
@@ -110,8 +146,10 @@ def run_matrix(
 ) -> MatrixOutcome:
     """Plan, resume, run on Spark, write results and ``summary.csv``; returns the outcome."""
     log = log or sys.stderr
+    check_master(request.master)
     cells = plan(request, host)
     out = request.out or default_out()
+    check_out(out)  # before Spark: results are written there from the first wave on
     store = ResultStore(out)
     done = store.finished()
     todo = [cell for cell in cells if cell.cell_id not in done]
@@ -121,7 +159,14 @@ def run_matrix(
     if todo:
         every = max(1, len(todo) // 10)  # about ten lines in a log, one per wave
         progress = MatrixProgress(log, len(cells), resumed, line_every=every)
-        _run_on_spark(request, host, todo, store, progress)
+        try:
+            _run_on_spark(request, host, todo, store, progress)
+        except KeyboardInterrupt as exc:
+            saved = len(store.finished() & {c.cell_id for c in cells})
+            raise MatrixInterrupted(
+                f"interrupted: {saved} of {len(cells)} cells saved in {store.results}; "
+                "run the same command again to resume"
+            ) from exc
     with contextlib.suppress(OSError):
         (out / ".tmp").rmdir()  # empty after a clean run; a crash may leave stray temporaries
     frame = store.load()

@@ -36,7 +36,9 @@ __all__ = [
     "t_quantile_975",
 ]
 
-GROUP_COLUMNS = ("profile", "overrides", "workload", "scale")
+# What identifies a configuration: the fingerprint of the resolved settings tells apart runs of one
+# profile and --set values whose environment (BROKERLAB_<key>) or profile file differed.
+GROUP_COLUMNS = ("profile", "overrides", "profile_fingerprint", "workload", "scale")
 
 # Two-sided 95% quantiles of Student's t by degrees of freedom (no scipy at run time).
 _T975 = {
@@ -140,11 +142,13 @@ class ResultStore:
 
 
 def summarize(frame: pd.DataFrame) -> pd.DataFrame:
-    """Mean and 95% t interval over seeds, per profile x overrides x workload x scale x metric;
-    only the metrics the group's cells report (a Pulsar run has no row for a Kafka metric)."""
+    """Mean and 95% t interval over seeds, per profile x overrides x profile fingerprint x
+    workload x scale x metric; only the metrics the group's cells report (a Pulsar run has no row
+    for a Kafka metric)."""
     ok = frame[frame["status"] == STATUS_OK]
     rows: list[dict[str, object]] = []
-    for keys, group in ok.groupby(list(GROUP_COLUMNS), sort=True):
+    # dropna=False: a row of an older file without a fingerprint still counts.
+    for keys, group in ok.groupby(list(GROUP_COLUMNS), sort=True, dropna=False):
         for metric in METRIC_COLUMNS:
             values = group[metric].dropna().astype(float)
             n = len(values)

@@ -9,18 +9,23 @@ master all traffic stays on 127.0.0.1 and the Python workers see the driver's im
 
 from __future__ import annotations
 
+import ipaddress
 import os
+import re
+import shlex
 import sys
 from pathlib import Path
 
 from pyspark import SparkContext
 from pyspark.sql import SparkSession
 
+from brokerlab.errors import ProfileError
 from brokerlab.spark.jvm_archive import archive_folder, java_binary, plan_archive
 
 __all__ = ["configured_master", "is_loopback", "start_session"]
 
-_LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]")
+# A line of a Java properties file: the key ends at the first "=", ":" or blank.
+_PROPERTY = re.compile(r"\s*([^\s=:]+)\s*[=:\s]\s*(.*)")
 
 # Set for every run: the per-task cost drops from ~25 ms to ~6-17 ms with Unix domain sockets.
 _DEFAULT_CONF = {
@@ -47,12 +52,31 @@ def _driver_java_options() -> str:
 
 
 def configured_master(master: str | None) -> str | None:
-    """The master this run will use as far as it is known before the JVM starts."""
-    if master:
-        return master
-    if os.environ.get("MASTER"):
-        return os.environ["MASTER"]
-    return _spark_default("spark.master")
+    """The master this run will use as far as it is known before the JVM starts.
+
+    In spark-submit's order: ``--master`` (here, then in ``PYSPARK_SUBMIT_ARGS``), then
+    ``spark.master`` of ``spark-defaults.conf``, then ``MASTER``."""
+    return (
+        master
+        or _submit_args_master()
+        or _spark_default("spark.master")
+        or os.environ.get("MASTER")
+        or None
+    )
+
+
+def _submit_args_master() -> str | None:
+    """``--master X`` (or ``--master=X``) in ``PYSPARK_SUBMIT_ARGS``."""
+    try:
+        words = shlex.split(os.environ.get("PYSPARK_SUBMIT_ARGS", ""))
+    except ValueError:  # unbalanced quotes: spark-submit refuses them too
+        return None
+    for index, word in enumerate(words):
+        if word == "--master" and index + 1 < len(words):
+            return words[index + 1]
+        if word.startswith("--master="):
+            return word.partition("=")[2]
+    return None
 
 
 def _spark_default(key: str) -> str | None:
@@ -60,18 +84,37 @@ def _spark_default(key: str) -> str | None:
     for folder in (os.environ.get("SPARK_CONF_DIR"), _spark_home() / "conf"):
         if folder and (Path(folder) / "spark-defaults.conf").is_file():
             for line in (Path(folder) / "spark-defaults.conf").read_text().splitlines():
-                parts = line.strip().split(None, 1)
-                if len(parts) == 2 and parts[0] == key:
-                    return parts[1].strip()
+                match = _PROPERTY.fullmatch(line)
+                if match and match[1] == key and not line.lstrip().startswith(("#", "!")):
+                    return match[2].strip()
     return None
 
 
 def is_loopback(master: str | None) -> bool:
-    """True for ``local``, ``local[...]`` and masters on this machine's loopback address."""
+    """True for ``local``, ``local[...]`` and masters whose every host is a loopback address."""
     if master is None or master.startswith("local"):
         return True
-    address = master.split("://", 1)[-1]
-    return address.startswith(_LOOPBACK_HOSTS)
+    if "://" not in master:
+        return False  # yarn: wherever Hadoop's configuration points
+    # spark://h1:7077,h2:7077 (standby masters), k8s://https://h:6443: hosts of the innermost URL
+    address = master.rsplit("://", 1)[1].split("/", 1)[0]
+    return all(_is_loopback_host(_host(part)) for part in address.split(","))
+
+
+def _host(address: str) -> str:
+    """``host`` of ``host:port``, ``[v6]:port`` or ``host``."""
+    if address.startswith("["):
+        return address[1 : address.find("]")]
+    return address.partition(":")[0]
+
+
+def _is_loopback_host(host: str) -> bool:
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False  # a host name: it may resolve anywhere
 
 
 def _spark_home() -> Path:
@@ -121,6 +164,21 @@ def start_session(
         builder = builder.master(master)
     for key, value in conf.items():
         builder = builder.config(key, value)
-    session = builder.getOrCreate()
+    try:
+        session = builder.getOrCreate()
+    except Exception as exc:  # an unreachable master, yarn without Hadoop's config, ...
+        raise ProfileError(
+            f"Spark could not start on it ({_reason(exc)})",
+            key="--master",
+            value=known or "local[*]",
+            allowed="a master that is running and reachable from here",
+        ) from exc
     session.sparkContext.setLogLevel("ERROR")
     return session, True
+
+
+def _reason(exc: Exception) -> str:
+    """The line of a Spark start failure that says what went wrong (py4j's first line does not)."""
+    lines = [line.strip(" :") for line in str(exc).splitlines()]
+    useful = [line for line in lines if line and not line.startswith("An error occurred while")]
+    return useful[0] if useful else type(exc).__name__
