@@ -143,6 +143,14 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument("--seed", type=int, default=0, metavar="N", help="random seed (default 0)")
     run.add_argument(
+        "--scale",
+        type=float,
+        default=1.0,
+        metavar="F",
+        help="shorten the workload as `matrix --scale F` does (0 < F <= 1; default 1), to "
+        "reproduce one cell of a scaled matrix",
+    )
+    run.add_argument(
         "--timeline",
         type=Path,
         metavar="CSV",
@@ -234,6 +242,7 @@ def _cmd_run(args: argparse.Namespace, host: PluginHost, out: TextIO) -> int:
     _warn_case_typos(profile)
     workload = load_workload(host, args.workload)
     simulator = host.simulator(workload.simulator)
+    workload = simulator.scale(workload, args.scale)  # as a matrix cell is scaled
     if args.timeline is not None:  # refused now rather than after a run of seconds or minutes
         _check_timeline(args.timeline, workload.name, simulator, host)
     bar = ProgressBar(sys.stderr, label=f"{args.workload} seed {args.seed}")

@@ -378,6 +378,26 @@ def test_run_json_document_and_identical_reruns(tmp_path: Path) -> None:
     assert document["metrics"]["delivered"] == document["metrics"]["published"] > 0
 
 
+def test_run_scale_reproduces_a_scaled_matrix_cell(tmp_path: Path) -> None:
+    from brokerlab import load_profile, simulate
+    from brokerlab.host import PluginHost
+    from brokerlab.workloads import load_workload_file
+
+    workload = small_workload(tmp_path)
+    args = ["run", "--profile", str(BASELINE), "--workload", str(workload), "--seed", "4"]
+    half = brokerlab(*args, "--scale", "0.5", "--json")
+    assert half.returncode == 0, half.stderr
+    host = PluginHost()
+    # What a matrix cell at --scale 0.5 runs (spark.cells: the simulator's scale, then simulate).
+    spec = load_workload_file(workload)
+    scaled = host.simulator(spec.simulator).scale(spec, 0.5)
+    cell = simulate(load_profile(BASELINE, host=host), scaled, 4, host=host)
+    assert json.loads(half.stdout)["metrics"] == json.loads(cell.to_json())["metrics"]
+    whole = json.loads(brokerlab(*args, "--json").stdout)["metrics"]
+    assert 0 < json.loads(half.stdout)["metrics"]["published"] < whole["published"]
+    one_error(brokerlab(*args, "--scale", "0"), "'--scale'", "'0.0'", "0 < scale <= 1")
+
+
 def test_run_table_marks_invariants(tmp_path: Path) -> None:
     result = brokerlab(
         "run", "--profile", str(BASELINE), "--workload", str(small_workload(tmp_path))
