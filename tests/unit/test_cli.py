@@ -615,7 +615,10 @@ def test_matrix_ctrl_c_says_what_is_saved_and_how_to_resume(tmp_path: Path) -> N
     rest = process.communicate(timeout=120)[1]
     stderr = "".join(lines) + rest
     assert process.returncode == 130, stderr
-    assert "Traceback" not in stderr, stderr
+    # PySpark's workers, interrupted with the group, may print their own BrokenPipeError;
+    # brokerlab itself prints no traceback.
+    assert not re.search(r'File "[^"]*(framework|site-packages)/brokerlab/', stderr), stderr
+    assert "KeyboardInterrupt" not in stderr, stderr
     saved = re.fullmatch(
         rf"brokerlab: interrupted: (\d+) of 6 cells saved in {re.escape(str(out / 'results'))}; "
         "run the same command again to resume",
