@@ -14,10 +14,10 @@ from brokerlab.broker.consumer import Delivery
 from brokerlab.broker.ledger import ManagedLedger
 from brokerlab.protocols import BatchAck, Position, RecoveredAckState
 
-__all__ = ["Cursor", "at_or_before", "runs"]
+__all__ = ["Cursor", "runs"]
 
 
-def at_or_before(a: Position, b: Position) -> bool:
+def _at_or_before(a: Position, b: Position) -> bool:
     """``a <= b`` for positions, field by field: compiled, the tuple operator would first box
     both pairs into new tuples (the cursor compares positions on every acknowledgement)."""
     return a[0] < b[0] or (a[0] == b[0] and a[1] <= b[1])
@@ -93,7 +93,7 @@ class Cursor:
     # ---- queries -----------------------------------------------------------------------------
 
     def is_acked(self, ledger_id: int, entry_id: int) -> bool:
-        if at_or_before((ledger_id, entry_id), self.md):
+        if _at_or_before((ledger_id, entry_id), self.md):
             return True
         s = self.acked.get(ledger_id)
         return s is not None and entry_id in s
@@ -117,10 +117,10 @@ class Cursor:
             md = self.md = (ledger_id, entry_id)
             if self._batch:
                 self._batch.pop(md, None)
-            if at_or_before(self.read_position, md):
+            if _at_or_before(self.read_position, md):
                 self.read_position = self.ledger.next_position(md)
             return True
-        if at_or_before((ledger_id, entry_id), self.md):
+        if _at_or_before((ledger_id, entry_id), self.md):
             return False
         s = self.acked.get(ledger_id)
         if s is None:
@@ -186,7 +186,7 @@ class Cursor:
     def _moved_to(self, md: Position) -> None:
         """The mark-delete moved in order to ``md`` (nothing acknowledged ahead of it)."""
         self.md = md
-        if at_or_before(self.read_position, md):
+        if _at_or_before(self.read_position, md):
             self.read_position = self.ledger.next_position(md)
 
     def ack_batch_partially(self, position: Position, batch_size: int, unacked_mask: int) -> None:
@@ -231,7 +231,7 @@ class Cursor:
                 del self.acked[ledger_id]
             self.md = (ledger_id, entry_id - 1)
             nxt = ledger.next_position(self.md)
-        if at_or_before(self.read_position, self.md):
+        if _at_or_before(self.read_position, self.md):
             self.read_position = nxt
 
     def restore(self, state: RecoveredAckState) -> None:

@@ -113,11 +113,9 @@ class Dispatcher:
         self._rr = 0
         self._new_tracker = new_tracker
         self._multi = kind in MULTI_CONSUMER
-        # Only a multi-consumer subscription has a tracker, as in Pulsar.
         self.tracker: DelayedDeliveryTracker | None = None
-        if self._multi:
-            self.tracker = new_tracker(self.wake)
-        self.tick_seen = self.tracker.tick_ms if self.tracker is not None else 0
+        self.tick_seen = 0
+        self._open_tracker()
         # Fixed for the dispatcher's life, read on every read and dispatch.
         self.topic_name = topic.name
         self._cache = broker.cache
@@ -141,13 +139,18 @@ class Dispatcher:
         """Ask for a read at the current instant (timers, flow permits, new entries)."""
         self.broker.loop.at(self.broker.loop.now_ns(), self.read_more)
 
+    def _open_tracker(self) -> None:
+        """A new tracker, and its tick as seen. Only a multi-consumer subscription has one, as in
+        Pulsar."""
+        if self._multi:
+            self.tracker = self._new_tracker(self.wake)
+            self.tick_seen = self.tracker.tick_ms
+
     def reset_tracker(self) -> None:
         self.delayed_outstanding.clear()
-        if self.tracker is None:
-            return
-        self.tracker.close()
-        self.tracker = self._new_tracker(self.wake)
-        self.tick_seen = self.tracker.tick_ms
+        if self.tracker is not None:
+            self.tracker.close()
+        self._open_tracker()
 
     def tracked_position(self) -> Position:
         """What the active-cursor container orders this cursor by: the read position, or the

@@ -52,6 +52,7 @@ MAX_KEYS = 1_000_000
 MAX_BACKLOG = 10_000_000
 
 Seconds = Annotated[float, Field(ge=0, le=MAX_SECONDS)]
+Millis = Annotated[int, Field(ge=0, le=MAX_SECONDS * 1000)]
 Rate = Annotated[float, Field(ge=0, le=MAX_RATE)]
 
 
@@ -131,8 +132,8 @@ class DelaySpec(_Strict):
     """A share of messages published with a deliver-at time ``min_ms..max_ms`` after publishing."""
 
     fraction: Annotated[float, Field(gt=0, le=1)]
-    min_ms: Annotated[int, Field(ge=0, le=MAX_SECONDS * 1000)]
-    max_ms: Annotated[int, Field(ge=0, le=MAX_SECONDS * 1000)]
+    min_ms: Millis
+    max_ms: Millis
 
     @model_validator(mode="after")
     def _bounds_ordered(self) -> DelaySpec:
@@ -157,7 +158,7 @@ class ConsumerSpec(_Strict):
     ack: Literal["individual", "cumulative"] = "individual"
     ack_hole_probability: Annotated[float, Field(ge=0, le=1)] = 0.0
     nack_probability: Annotated[float, Field(ge=0, le=1)] = 0.0
-    nack_redelivery_delay_ms: Annotated[int, Field(ge=0, le=MAX_SECONDS * 1000)] = 60_000
+    nack_redelivery_delay_ms: Millis = 60_000
     connect_at_s: Seconds = 0.0
     disconnect_at_s: Annotated[float, Field(gt=0, le=MAX_SECONDS)] | None = None
     group: str | None = None
@@ -253,7 +254,7 @@ class EventSpec(_Strict):
         return self
 
 
-def _run_end_s(info: ValidationInfo) -> tuple[float, float] | None:
+def _run_times(info: ValidationInfo) -> tuple[float, float] | None:
     """``duration_s`` and the end of the run (``duration_s + drain_s``), once both are valid."""
     duration, drain = info.data.get("duration_s"), info.data.get("drain_s")
     if duration is None or drain is None:
@@ -263,7 +264,7 @@ def _run_end_s(info: ValidationInfo) -> tuple[float, float] | None:
 
 def _topic_within_the_run(topic: TopicSpec, info: ValidationInfo) -> TopicSpec:
     # Checked per table, so an error points at it; anything later would silently never happen.
-    times = _run_end_s(info)
+    times = _run_times(info)
     if times is None:
         return topic
     duration, end = times
@@ -285,7 +286,7 @@ def _topic_within_the_run(topic: TopicSpec, info: ValidationInfo) -> TopicSpec:
 
 
 def _event_within_the_run(event: EventSpec, info: ValidationInfo) -> EventSpec:
-    times = _run_end_s(info)
+    times = _run_times(info)
     if times is not None and event.at_s > times[1]:
         raise ValueError(
             f"at_s ({event.at_s:g}) is after the end of the run "
