@@ -184,6 +184,14 @@ class DelayedBench:
         self.factory.close()
 
 
+def _strict_bench(
+    host: PluginHost, profile: Profile, tracker: str, delays_messages: bool
+) -> DelayedBench:
+    """A bench of ``tracker`` in strict mode with a 100 ms tick (the fixed scenarios' setting)."""
+    strict = profile.with_overrides(tracker_overrides(tracker, strict=True, tick_ms=100))
+    return DelayedBench(host, strict, delays_messages=delays_messages)
+
+
 def play_fixed_scenario(bench: DelayedBench) -> None:
     """Two subscriptions of one topic; five messages, due 150-154 ms apart from now, added to
     the first only; both read every 25 ms for 400 ms. Raises AssertionError on an early,
@@ -315,10 +323,9 @@ class DelayedDeliveryContract:
         """With no read but those its own ``wake`` calls start, every held message is delivered
         once due: the tracker arms a timer (or otherwise wakes the dispatcher) for what it holds.
         The other tests read on their own as well, so they would not notice a silent tracker."""
-        profile = brokerlab_profile.with_overrides(
-            tracker_overrides(delayed_delivery_tracker_factory, strict=True, tick_ms=100)
+        bench = _strict_bench(
+            brokerlab_host, brokerlab_profile, delayed_delivery_tracker_factory, delays_messages
         )
-        bench = DelayedBench(brokerlab_host, profile, delays_messages=delays_messages)
         sub = ("t", "a")
         delays = (150, 151, 400, 1000, 1001)
         held = [bench.add(sub, (1, entry), delay) for entry, delay in enumerate(delays)]
@@ -337,10 +344,9 @@ class DelayedDeliveryContract:
     ) -> None:
         """A fixed two-subscription scenario with reads every 25 ms (no early, duplicate or
         foreign hand-backs); a switched-off factory instead holds nothing."""
-        profile = brokerlab_profile.with_overrides(
-            tracker_overrides(delayed_delivery_tracker_factory, strict=True, tick_ms=100)
+        bench = _strict_bench(
+            brokerlab_host, brokerlab_profile, delayed_delivery_tracker_factory, delays_messages
         )
-        bench = DelayedBench(brokerlab_host, profile, delays_messages=delays_messages)
         if delays_messages:
             play_fixed_scenario(bench)
         else:
