@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TextIO
 
 from brokerlab._api import load_profile
-from brokerlab.errors import ProfileError, WorkloadError
+from brokerlab.errors import ProfileError
 from brokerlab.files import unwritable_folder_reason
 from brokerlab.host import PluginHost
 from brokerlab.spark.cells import Cell, build_cells, parse_sweeps
@@ -120,10 +120,11 @@ def check_master(master: str | None) -> None:
 
 
 def check_out(out: Path) -> None:
-    """Raise :class:`WorkloadError` unless ``out`` is (or now became) a writable folder."""
+    """Raise :class:`ProfileError` (the class of every bad option of a run: --master, --seed,
+    --timeline) unless ``out`` is (or now became) a writable folder."""
     problem = unwritable_folder_reason(out)
     if problem is not None:
-        raise WorkloadError(
+        raise ProfileError(
             problem, key="--out", value=str(out), allowed="a folder path (created if missing)"
         )
 
