@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import heapq
-from collections import deque
 from collections.abc import Callable
+from heapq import heappop, heappush
 
 __all__ = ["EPOCH_MS", "Callback", "EventLoop", "Timer"]
 
@@ -44,18 +43,22 @@ class EventLoop:
     * A callback scheduled for the current instant (or the past) goes to a FIFO instead:
       everything the heap holds for this instant was scheduled before the clock got here, so it
       runs first, and the FIFO keeps the rest in scheduling order. The broker model schedules one
-      such callback per dispatch (a consumer starting on what it was given).
+      such callback per dispatch (a consumer starting on what it was given). The FIFO is a list
+      read from ``_soon_head`` and emptied whenever it is read to the end: compiled, a list is
+      indexed and appended natively, where a deque's methods are Python calls.
     """
 
-    __slots__ = ("_at", "_instants", "_now", "_soon", "events_run")
+    __slots__ = ("_at", "_instants", "_now", "_soon", "_soon_head", "events_run")
 
     def __init__(self) -> None:
         self._now = 0
         self._instants: list[int] = []  # heap of the future instants in ``_at``
         # Instant -> its callbacks (a cancellable one as its Timer) in scheduling order.
         self._at: dict[int, list[Callback | Timer]] = {}
-        # Callbacks due at ``_now`` that were scheduled at ``_now``, in scheduling order.
-        self._soon: deque[Callback | Timer] = deque()
+        # Callbacks due at ``_now`` that were scheduled at ``_now``, in scheduling order, from
+        # ``_soon_head`` on (those before it have run).
+        self._soon: list[Callback | Timer] = []
+        self._soon_head = 0
         self.events_run = 0
 
     def now_ns(self) -> int:
@@ -81,7 +84,7 @@ class EventLoop:
         waiting = self._at.get(when_ns)
         if waiting is None:
             self._at[when_ns] = [item]
-            heapq.heappush(self._instants, when_ns)
+            heappush(self._instants, when_ns)
         else:
             waiting.append(item)
 
@@ -102,7 +105,8 @@ class EventLoop:
         """Run every callback due up to ``end_ns`` (inclusive), then set the clock to ``end_ns``."""
         instants = self._instants
         soon = self._soon
-        if not soon and (not instants or instants[0] > end_ns):
+        head = self._soon_head
+        if head == len(soon) and (not instants or instants[0] > end_ns):
             # Nothing due (a trace replay asks before every request): only the clock moves.
             if end_ns > self._now:
                 self._now = end_ns
@@ -123,10 +127,14 @@ class EventLoop:
                     # Scheduled before the clock reached ``now``: ahead of the FIFO.
                     item = batch[index]
                     index += 1
-                elif soon and now <= end_ns:
-                    item = soon.popleft()
+                elif head < len(soon) and now <= end_ns:
+                    item = soon[head]
+                    head += 1
+                    if head == len(soon):
+                        soon.clear()
+                        head = 0
                 elif instants and instants[0] <= end_ns:
-                    self._now = now = heapq.heappop(instants)
+                    self._now = now = heappop(instants)
                     batch = at.pop(now)
                     index = 0
                     continue
@@ -143,10 +151,11 @@ class EventLoop:
                     next_report = now + step
         finally:
             self.events_run = events
+            self._soon_head = head
             if index < len(batch):
                 # A callback raised: what remains of its instant stays scheduled.
                 at[now] = batch[index:]
-                heapq.heappush(instants, now)
+                heappush(instants, now)
         self._now = max(self._now, end_ns)
 
 
