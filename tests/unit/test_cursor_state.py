@@ -125,3 +125,18 @@ def test_in_order_ack_still_jumps_over_acks_in_a_later_ledger() -> None:
     cursor.ack(second, 0)
     cursor.ack(first, 0)
     assert cursor.md == (second, 0) and cursor.range_count() == 0
+
+
+def test_unread_entries_count_from_the_read_position() -> None:
+    """Pulsar's ``getNumberOfEntries()``: entries from the read position on, less those acked
+    individually; dispatched but unacknowledged entries before it do not count (spec §3.4)."""
+    ml = ledger_with(10, per_ledger=4)
+    ids = list(ml.ledger_ids())
+    cursor = Cursor("c", ml, ml.first_position)
+    cursor.read_position = (ids[1], 2)  # entries 0-5 were read
+    cursor.ack(ids[0], 1)  # a hole at entry 0 keeps the mark-delete back
+    cursor.ack(ids[2], 0)  # acked ahead of the read position
+    assert ml.entries_after(cursor.md) - cursor.acked_count() == 8  # the backlog
+    assert cursor.unread_entries() == 3  # (1,2), (1,3), (2,1)
+    cursor.read_position = (ids[2], 2)
+    assert cursor.unread_entries() == 0

@@ -234,6 +234,25 @@ def test_size_eviction_is_sized_from_the_bytes_held_before_the_triggering_insert
     assert cache.counters.cache_evictions_size == 9
 
 
+def test_size_eviction_shares_are_truncated_as_doubles() -> None:
+    """Spec §5.2: ``share = (long)(sizeToFree * (size / (double) selectedTotal))``. For 90 bytes
+    and a cache holding 700 of the 1000 selected, 90 * 0.7 is 62.999... in doubles, so the share
+    is 62 and the cache's 62-byte head alone pays it (an exact quotient of 63 would empty it)."""
+    cache, loop, _ = make_cache(CacheLimits(max_size=1880, trigger=1842, watermark=1780, ttl_ns=0))
+    sizes = {"a": [62, 638], "b": [27, 273], "c0": [290], "c1": [290], "c2": [290]}
+    for ledger, (topic, entries) in enumerate(sizes.items(), start=1):
+        cache.open_ledger(topic, HeapCursorContainer())
+        for entry, size in enumerate(entries):
+            assert cache.put(topic, (ledger, entry), size)
+    cache.open_ledger("d", HeapCursorContainer())
+    assert cache.put("d", (9, 0), 1)  # 1870 held > 1842: one eviction of 1870 - 1780 = 90 bytes
+    loop.run_until(loop.now_ns())
+    # Only a and b (1000 of 1871 bytes) are selected; shares 62 and 27.
+    assert cache.cached("a") == {(1, 1): 638}
+    assert cache.cached("b") == {(2, 1): 273}
+    assert cache.size_bytes() == 1871 - 89
+
+
 def test_backlogged_cursor_caching() -> None:
     cache, loop, _ = make_cache(
         managedLedgerMinimumBacklogCursorsForCaching=1,

@@ -385,3 +385,39 @@ def test_the_same_holes_without_the_pause_never_pause(host: PluginHost) -> None:
     m = run(host, PAUSE_THEN_REPLAY, 0, *PAUSE_LIMIT_50[:1], *PAUSE_LIMIT_50[2:]).metrics
     assert m["dispatch_paused_ms"] == 0
     assert m["acked"] == m["published"]
+
+
+ACK_HOLES_AT_THE_TAIL = """
+    name = "holes-at-the-tail"
+    duration_s = 65
+    drain_s = 0
+
+    [[topics]]
+    rate = 20
+    arrival = "constant"
+
+    [[topics.subscriptions]]
+    name = "s"
+    type = "Shared"
+    consumers = [{ rate = 0, ack_hole_probability = 0.5 }]
+"""
+
+
+def test_legacy_active_cursor_check_counts_unread_entries_not_ack_holes(
+    host: PluginHost,
+) -> None:
+    """Spec §3.4: the periodic check (at 60 s) compares Pulsar's ``getNumberOfEntries()``, the
+    entries from the read position on, with ``managedLedgerCursorBackloggedThreshold``. A tail
+    reader leaving hundreds of ack holes behind has nothing unread, so it stays active and every
+    entry it reads was cached when it was added."""
+    m = run(
+        host,
+        ACK_HOLES_AT_THE_TAIL,
+        0,
+        "sim.entryCache=legacy",
+        "cacheEvictionByExpectedReadCount=false",
+        "managedLedgerCursorBackloggedThreshold=100",
+    ).metrics
+    assert m["unacked_at_end"] > 100  # the backlog from the mark-delete is far past 100
+    assert m["storage_entries_read"] == 0
+    assert m["cache_hits"] == m["published_entries"]

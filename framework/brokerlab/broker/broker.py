@@ -404,7 +404,9 @@ class Broker:
             if self.tuning.expected_read_count_mode:
                 self._set_active(dispatcher, True)
             else:
-                self._set_active(dispatcher, dispatcher.cursor.backlog() < threshold)
+                # Pulsar counts the entries not read yet (getNumberOfEntries), not the backlog
+                # from the mark-delete position: dispatched, unacknowledged entries do not count.
+                self._set_active(dispatcher, dispatcher.cursor.unread_entries() < threshold)
 
     def start_processing(self, dispatcher: Dispatcher, consumer: Consumer) -> None:
         """An idle consumer got something: it starts on it now.

@@ -102,9 +102,20 @@ class Cursor:
         """Entries acknowledged individually after the mark-delete position."""
         return sum(len(s) for s in self.acked.values())
 
-    def backlog(self) -> int:
-        """Entries after the mark-delete position not yet acknowledged."""
-        return self.ledger.entries_after(self.md) - self.acked_count()
+    def unread_entries(self) -> int:
+        """Entries from the read position on not yet acknowledged: Pulsar's
+        ``ManagedCursor.getNumberOfEntries()``, which the broker's backlogged-cursor check
+        compares with ``managedLedgerCursorBackloggedThreshold`` (spec §3.4). Unlike the backlog
+        from the mark-delete position it leaves out what was dispatched and not acknowledged yet."""
+        ml = self.ledger
+        read_ledger, read_entry = self.read_position
+        count = ml.entry_count() - ml.index_of(self.read_position)
+        for ledger_id, entry_ids in self.acked.items():
+            if ledger_id > read_ledger:
+                count -= len(entry_ids)
+            elif ledger_id == read_ledger:
+                count -= sum(1 for e in entry_ids if e >= read_entry)
+        return max(count, 0)
 
     # ---- changes -----------------------------------------------------------------------------
 

@@ -229,8 +229,9 @@ class BrokerSettings(BaseSettings):
         default=1000,
         alias="managedLedgerCursorBackloggedThreshold",
         ge=0,
-        description="Backlog, in entries, above which a cursor counts as backlogged and is made "
-        "inactive, so it no longer keeps entries cached.",
+        description="Entries left to read (from the read position, less individual acks) at "
+        "or above which a cursor counts as backlogged and is made inactive, so it no longer keeps "
+        "entries cached.",
         json_schema_extra=_cache("§3.4, §6"),
     )
     managed_ledger_minimum_backlog_cursors_for_caching: int = Field(

@@ -32,7 +32,9 @@ def evict_proportionally(caches: Iterable[LedgerCache], size_to_free: int) -> tu
     if selected_size <= 0:
         return 0, 0
     for cache in selected:
-        share = size_to_free * cache.size // selected_size
+        # Pulsar computes the share in double arithmetic, (long)(sizeToFree * (size /
+        # (double) selectedTotal)), which can land one byte below the exact integer quotient.
+        share = int(size_to_free * (cache.size / selected_size))
         if share > 0:
             c, f = cache.evict_lowest(share)
             count += c
