@@ -107,7 +107,7 @@ _TABLE: tuple[Metric, ...] = (
         "delayed_early_deliveries",
         "messages",
         "counter",
-        "Delayed messages handed out before their deliver-at time (strict mode) or more than one tick before it (non-strict). Must be zero for a faithful tracker.",
+        "Delayed messages handed out before their deliver-at time (strict mode) or more than one tick of the subscription's own before it (non-strict). Must be zero for a faithful tracker.",
         "invariants",
         invariant=True,
     ),

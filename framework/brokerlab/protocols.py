@@ -311,7 +311,9 @@ class DelayedDeliveryTracker(Protocol):
 
     All times are epoch milliseconds from [`Clock.now_ms`][brokerlab.protocols.Clock.now_ms].
     `add_message` returning `False` means "not delayed: dispatch it now"; `True` means the tracker
-    owns the position until `get_scheduled_messages` hands it back.
+    owns the position until `get_scheduled_messages` hands it back. As in Pulsar, once a message
+    with a deliver-at time reached the tracker, the dispatcher offers it every new message: one
+    without a deliver-at time comes with `-1`, and ones already due come too.
     """
 
     def add_message(self, ledger_id: int, entry_id: int, deliver_at_ms: int) -> bool: ...

@@ -399,6 +399,24 @@ def test_scenario_41_factory_close() -> None:
     assert f.managers == {}
 
 
+def test_adds_at_or_before_the_mark_delete_in_several_buckets_come_back_as_in_r_s() -> None:
+    """R_S discards positions <= md only when md moves; later adds at or before it stay and come
+    back. Three such adds in three buckets are all due at once: one read drains them all."""
+    time = FakeTime(ms=0)
+    f = factory(time, 1, True)
+    (s,) = subs(f, "s")
+    reference = LegacyTracker(config(time, 1, True), Wakes())
+    s.mark_delete_moved((5, 5))
+    for entry in range(3):
+        for t in (s, reference):
+            assert t.add_message(1, entry, 10 + entry)
+    time.set(100)
+    expected = reference.get_scheduled_messages(10)
+    assert expected == [(1, 0), (1, 1), (1, 2)]
+    assert s.get_scheduled_messages(10) == expected
+    assert s.number_of_delayed_messages() == 0
+
+
 # ---- the draft divergences show up; the default never shows them -------------------------------
 
 

@@ -82,7 +82,6 @@ class BrokerTuning:
     cache_eviction_interval_ns: int
     cursor_flush_interval_ns: int
     delayed_strict: bool
-    delayed_tick_ms: int
     track_mark_delete: bool
     dedup: bool = False
     dedup_interval: int = 1000
@@ -98,7 +97,6 @@ class BrokerTuning:
             cache_eviction_interval_ns=s.managed_ledger_cache_eviction_interval_ms * MS,
             cursor_flush_interval_ns=s.managed_ledger_cursor_position_flush_seconds * NS,
             delayed_strict=s.is_delayed_delivery_deliver_at_time_strict,
-            delayed_tick_ms=s.delayed_delivery_tick_time_millis,
             track_mark_delete=s.cache_eviction_by_mark_deleted_position,
             dedup=s.broker_deduplication_enabled,
             dedup_interval=s.broker_deduplication_entries_interval,
@@ -204,7 +202,6 @@ class Broker:
         self.cache = plugins.cache
         self.max_read_batch = tuning.max_read_batch
         self.delayed_strict = tuning.delayed_strict
-        self.delayed_tick_ms = tuning.delayed_tick_ms
         self.counters = Counters()
         self.latency_ms: dict[int, int] = {}
         self.topics: list[Topic] = []

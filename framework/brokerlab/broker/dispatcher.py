@@ -44,6 +44,9 @@ MULTI_CONSUMER = ("Shared", "Key_Shared")
 # Where a dispatched entry came from.
 NEW, REPLAY, DELAYED = 0, 1, 2
 
+# The deliver-at time Pulsar's dispatcher passes for a message that has none: always refused.
+NOT_DELAYED = -1
+
 
 class Dispatcher:
     """Dispatches one subscription's entries. The broker model's hot path lives here."""
@@ -69,6 +72,7 @@ class Dispatcher:
         "delayed_outstanding",
         "kind",
         "name",
+        "own_tick_ms",
         "paused_since",
         "persister",
         "replay",
@@ -78,6 +82,7 @@ class Dispatcher:
         "topic",
         "topic_name",
         "tracker",
+        "tracking",
         "waiting",
     )
 
@@ -115,6 +120,10 @@ class Dispatcher:
         self._multi = kind in MULTI_CONSUMER
         self.tracker: DelayedDeliveryTracker | None = None
         self.tick_seen = 0
+        self.own_tick_ms = 0
+        # Whether a message with a deliver-at time reached the tracker yet: Pulsar creates the
+        # tracker then, and from then on offers it every new message (see ``_dispatch_range``).
+        self.tracking = False
         self._open_tracker()
         # Fixed for the dispatcher's life, read on every read and dispatch.
         self.topic_name = topic.name
@@ -144,10 +153,11 @@ class Dispatcher:
         Pulsar."""
         if self._multi:
             self.tracker = self._new_tracker(self.wake)
-            self.tick_seen = self.tracker.tick_ms
+            self.tick_seen = self.own_tick_ms = self.tracker.tick_ms
 
     def reset_tracker(self) -> None:
         self.delayed_outstanding.clear()
+        self.tracking = False
         if self.tracker is not None:
             self.tracker.close()
         self._open_tracker()
@@ -337,7 +347,6 @@ class Dispatcher:
         batch = ledger.batch
         keys = ledger.keys
         publish_ns = ledger.publish_ns
-        now_ms = -1  # read from the clock on the first delayed entry only
         key_shared = self._key_shared
         shared = self._shared
         consumers = self.connected
@@ -350,6 +359,7 @@ class Dispatcher:
         delivered = 0
         new = source == NEW
         replayed = source == REPLAY
+        tracking = self.tracking
         for entry_id in range(first, stop):
             # ``Any``, not ``Position``: compiled, a typed pair is kept unboxed and boxed again
             # into a new tuple at each use below (the cache, the receiver queue, the pending map);
@@ -362,10 +372,14 @@ class Dispatcher:
                     replay.discard(pos)
                 continue
             deliver_at = deliver_at_ms[entry_id]
-            if deliver_at and new and tracker is not None:
-                if now_ms < 0:
-                    now_ms = broker.loop.now_ms()
-                if deliver_at > now_ms and tracker.add_message(ledger_id, entry_id, deliver_at):
+            if new and tracker is not None and (deliver_at or tracking):
+                # As Pulsar's dispatcher: once a delayed message reached the tracker, every new
+                # message goes through ``addMessage``, the ones without a deliver-at time (-1) or
+                # already due too. The tracker refuses them, and a refusal is what ends its
+                # fixed-delay mode (delayed-delivery.md §3.9), so they must reach it.
+                if not tracking:
+                    tracking = self.tracking = True
+                if tracker.add_message(ledger_id, entry_id, deliver_at or NOT_DELAYED):
                     counters.delayed_messages += 1
                     self.delayed_outstanding[pos] = self.delayed_outstanding.get(pos, 0) + 1
                     continue
@@ -444,7 +458,9 @@ class Dispatcher:
         broker = self.broker
         counters = broker.counters
         now_ms = broker.loop.now_ms()
-        allowance = 0 if broker.delayed_strict else broker.delayed_tick_ms
+        # This subscription's own tick (the configured one, or its last reset): a legacy tracker
+        # with that tick may return a message up to one tick early in non-strict mode.
+        allowance = 0 if broker.delayed_strict else self.own_tick_ms
         ledgers = self.topic.ledger.ledgers
         outstanding = self.delayed_outstanding
         for pos in run:
@@ -473,6 +489,7 @@ class Dispatcher:
             return  # no tracker, no tick (Exclusive, Failover)
         count_foreign_tick_changes(self.topic.dispatchers)
         tracker.reset_tick_time(tick_ms)
+        self.own_tick_ms = tick_ms
         self.tick_seen = tracker.tick_ms
         count_foreign_tick_changes(self.topic.dispatchers)
 

@@ -189,7 +189,9 @@ class SubscriptionView:
 
     def _due_buckets(self, cutoff: int) -> Iterator[int]:
         shared = self.shared.index.buckets.irange(minimum=self.first, maximum=cutoff)
-        private = self.private.buckets.irange(maximum=cutoff)
+        # A copy: draining a private bucket deletes it while this generator is still running,
+        # and a live irange over a changing SortedDict skips keys or fails.
+        private = list(self.private.buckets.irange(maximum=cutoff))
         last = None
         for key in heapq.merge(shared, private):
             if key != last:
