@@ -240,6 +240,7 @@ def _cmd_run(args: argparse.Namespace, host: PluginHost, out: TextIO) -> int:
         )
     profile = load_profile(args.profile, args.overrides, host=host)
     _warn_case_typos(profile)
+    _warn_unread_pause_switch(profile, host)
     workload = load_workload(host, args.workload)
     simulator = host.simulator(workload.simulator)
     workload = simulator.scale(workload, args.scale)  # as a matrix cell is scaled
@@ -315,10 +316,43 @@ def _warn_case_typos(profile: Profile) -> None:
         )
 
 
+_PAUSE_SWITCH_READER = {
+    "dispatcherPauseOnAckStatePersistentEnabled": "range-count",
+    "dispatcherPauseOnAckPersistentStateEnabled": "pip299",
+}
+"""The two ack-state pause switches, which differ only in word order, and the one persister that
+reads each (ack-state.md §0.2)."""
+
+
+def _warn_unread_pause_switch(profile: Profile, host: PluginHost) -> None:
+    """A pause switch set while the other of its two persisters is selected does nothing.
+
+    Only a profile that sets one switch is warned: one that sets both (the reference profile,
+    or one meant for either persister) shows that it knows they differ.
+    """
+    set_keys = [key for key in _PAUSE_SWITCH_READER if profile.origin(key) is not None]
+    if len(set_keys) != 1:
+        return
+    (key,) = set_keys
+    reader = _PAUSE_SWITCH_READER[key]
+    try:
+        name = str(profile.get("sim.ackStatePersister"))
+        selected = host.select("ack_state_persister", name).record.name
+    except (BrokerlabError, KeyError):
+        return  # no resolvable persister: the command reports that itself, or show lists it
+    if selected != reader and selected in _PAUSE_SWITCH_READER.values():
+        # pip81 and unlimited never pause: neither switch is "the other one" for them.
+        sys.stderr.write(
+            f"brokerlab: warning: {profile.origin(key)}: key {key!r} is read only by the "
+            f"{reader!r} ack-state persister, and this profile selects {selected!r}\n"
+        )
+
+
 def _cmd_profile_check(args: argparse.Namespace, host: PluginHost, out: TextIO) -> int:
     for path in args.files:
         profile = load_profile(path, host=host, mode=args.mode)
         _warn_case_typos(profile)
+        _warn_unread_pause_switch(profile, host)
         choices = host.resolve(profile)
         summary = ", ".join(f"{k}={v}" for k, v in choices.names().items() if v)
         extra = f"; {len(profile.unmodelled)} unmodelled keys ignored" if profile.unmodelled else ""
@@ -345,6 +379,7 @@ def _section_of(key: str) -> str:
 
 def _cmd_profile_show(args: argparse.Namespace, host: PluginHost, out: TextIO) -> int:
     profile = load_profile(args.file, args.overrides, host=host, mode=args.mode)
+    _warn_unread_pause_switch(profile, host)
     resolved = profile.resolved()
     origins = {key: str(profile.origin(key) or "default") for key in resolved}
     plugins = _plugin_lines(profile, host)

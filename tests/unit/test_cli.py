@@ -331,6 +331,48 @@ def test_a_key_wrong_only_in_case_is_ignored_with_a_warning(tmp_path: Path) -> N
     )
 
 
+@pytest.mark.parametrize(
+    ("persister", "key", "reader"),
+    [
+        ("range-count", "dispatcherPauseOnAckPersistentStateEnabled", "pip299"),
+        ("pip299", "dispatcherPauseOnAckStatePersistentEnabled", "range-count"),
+    ],
+)
+@pytest.mark.parametrize("command", ["check", "show"])
+def test_a_pause_switch_of_the_other_persister_is_set_with_a_warning(
+    tmp_path: Path, persister: str, key: str, reader: str, command: str
+) -> None:
+    """ack-state.md §0.2: the two switches differ only in word order; setting the one the
+    selected persister does not read gets a warning naming the persister that reads it."""
+    text = f"{RESOLVABLE}sim.ackStatePersister={persister}\n{key}=true\n"
+    conf = write(tmp_path, "p.conf", text.replace("sim.ackStatePersister=unlimited\n", ""))
+    result = brokerlab("profile", command, str(conf))
+    assert result.returncode == 0, result.stderr
+    assert result.stderr == (
+        f"brokerlab: warning: {conf}:4: key {key!r} is read only by the {reader!r} ack-state "
+        f"persister, and this profile selects {persister!r}\n"
+    )
+
+
+@pytest.mark.parametrize(
+    "switches",
+    [
+        ["dispatcherPauseOnAckPersistentStateEnabled=false"],  # the one pip299 reads
+        [  # both: the profile knows they differ (the reference profile sets every key)
+            "dispatcherPauseOnAckPersistentStateEnabled=false",
+            "dispatcherPauseOnAckStatePersistentEnabled=true",
+        ],
+    ],
+)
+def test_no_pause_switch_warning_for_the_selected_persisters_switch_or_both(
+    tmp_path: Path, switches: list[str]
+) -> None:
+    text = RESOLVABLE + "".join(f"{line}\n" for line in switches)
+    conf = write(tmp_path, "p.conf", text.replace("unlimited", "pip299"))
+    result = brokerlab("profile", "check", str(conf))
+    assert result.returncode == 0 and result.stderr == "", result.stderr
+
+
 @pytest.mark.skipif(not FIXTURES.is_dir(), reason="shared/fixtures is not beside the checkout")
 def test_real_broker_confs_load_without_warnings() -> None:
     confs = [str(FIXTURES / "broker.conf"), str(FIXTURES / "standalone.conf")]

@@ -143,6 +143,59 @@ def test_restart_without_rate_limit_redelivers_nothing(host: PluginHost) -> None
     assert m["delivered"] == m["published"]
 
 
+PARTIAL_BATCHES_CASE = """
+    name = "partial-batches"
+    duration_s = 3
+    drain_s = 2
+
+    [[topics]]
+    rate = 100
+    batch_size = 10
+    arrival = "constant"
+
+    [[topics.subscriptions]]
+    name = "s"
+    type = "Exclusive"
+    consumers = [{ rate = 0, ack_hole_probability = 1.0 }]
+
+    [[events]]
+    at_s = 2.55
+    kind = "restart"
+"""
+
+
+def test_acked_batch_indexes_a_restart_forgot_count_as_redelivered_after_it(
+    host: PluginHost,
+) -> None:
+    """ack-state.md §6.2: a batch entry without a recovered bitset comes back whole, the indexes
+    acknowledged before the crash included (§0.4 counts them as redelivered after a restart).
+
+    Entries of 10 messages arrive every 0.1 s; each is acked at once but for one index, so the
+    range set stays empty and nothing is persisted (§3.1): every bitset is lost at 2.55 s. The 25
+    entries published by then come back whole: 25 x 9 acked messages, 25 x 1 hole.
+    """
+    m = run(host, PARTIAL_BATCHES_CASE, 0, "managedLedgerDefaultMarkDeleteRateLimit=0").metrics
+    assert m["published_entries"] == 29
+    assert m["redelivered_after_restart"] == 25 * 9
+    assert m["redelivered"] == 25
+    assert m["delivered"] == m["published"] + m["redelivered"] + m["redelivered_after_restart"]
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_a_batch_bitset_the_cap_drops_is_redelivered_whole(host: PluginHost, seed: int) -> None:
+    """§6.3 cause 3: bitsets over ``managedLedgerMaxBatchDeletedIndexToPersist`` are not
+    recovered, so their acked indexes come back; within the cap the client skips them."""
+    half = PARTIAL_BATCHES_CASE.replace("ack_hole_probability = 1.0", "ack_hole_probability = 0.5")
+    extra = ["managedLedgerDefaultMarkDeleteRateLimit=0", "sim.ackStatePersister=range-count"]
+    kept = run(host, half, seed, *extra).metrics
+    cut = run(host, half, seed, *extra, "managedLedgerMaxBatchDeletedIndexToPersist=0").metrics
+    assert kept["redelivered_after_restart"] < cut["redelivered_after_restart"]
+    for m in (kept, cut):
+        assert m["delivered"] == (
+            m["published"] + m["redelivered"] + m["redelivered_after_restart"]
+        )
+
+
 NACKS_ACROSS_A_RESTART = """
     name = "nack-restart"
     duration_s = 4

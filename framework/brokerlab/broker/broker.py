@@ -685,6 +685,10 @@ class Broker:
             lost += truth.ledger.ledgers[pos[0]].batch[pos[1]]
         self.counters.lost += lost
         dispatcher.restart_acked = set(_positions_claimed_beyond(truth, claimed))
+        # Kept across restarts, as restart_unacked is: an entry not yet sent again still owes them.
+        forgotten = dispatcher.restart_forgotten
+        for pos, count in _batch_indexes_forgotten(truth, recovered).items():
+            forgotten[pos] = forgotten.get(pos, 0) + count
 
     # ---- running ------------------------------------------------------------------------------
 
@@ -749,6 +753,23 @@ def _positions_claimed_beyond(claimer: Cursor, reference: Cursor) -> Iterator[Po
         for entry_id in entries:
             if not reference.is_acked(ledger_id, entry_id):
                 yield (ledger_id, entry_id)
+
+
+def _batch_indexes_forgotten(truth: Cursor, recovered: RecoveredAckState) -> dict[Position, int]:
+    """Per partly acknowledged batch, the acked indexes ``recovered`` no longer holds.
+
+    A batch entry recovered without its bitset comes back whole, acked indexes included; one
+    recovered with it comes back with its ackSet and the client skips them (ack-state.md §6.2).
+    """
+    kept = recovered.batch_acks
+    out: dict[Position, int] = {}
+    for pos, ack in truth.batch_acks().items():
+        back = kept.get(pos)
+        unacked = back.unacked if back is not None else (1 << ack.batch_size) - 1
+        count = (unacked & ~ack.unacked).bit_count()
+        if count:
+            out[pos] = count
+    return out
 
 
 def _percentiles(hist: dict[int, int], qs: tuple[float, ...]) -> tuple[float, ...]:

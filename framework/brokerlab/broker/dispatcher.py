@@ -77,6 +77,7 @@ class Dispatcher:
         "persister",
         "replay",
         "restart_acked",
+        "restart_forgotten",
         "restart_unacked",
         "tick_seen",
         "topic",
@@ -110,6 +111,9 @@ class Dispatcher:
         # Dispatched before a restart and not acknowledged (consumers held them, or they waited
         # to go out again): dispatched after it, they count as redelivered.
         self.restart_unacked: set[Position] = set()
+        # Acked indexes of a partly acknowledged batch whose bitset the restart lost: the entry
+        # goes out whole again, so they count as redelivered after the restart (§6.2).
+        self.restart_forgotten: dict[Position, int] = {}
         self.paused_since: int | None = None
         self.active = False
         self.waiting = False
@@ -355,6 +359,7 @@ class Dispatcher:
         replay = self.replay
         restart_acked = self.restart_acked
         restart_unacked = self.restart_unacked
+        restart_forgotten = self.restart_forgotten
         dispatched = 0
         delivered = 0
         new = source == NEW
@@ -416,7 +421,9 @@ class Dispatcher:
                 counters.redelivered_after_restart += messages
             elif restart_unacked and pos in restart_unacked:
                 restart_unacked.discard(pos)
-                counters.redelivered += messages
+                forgotten = restart_forgotten.pop(pos, 0) if restart_forgotten else 0
+                counters.redelivered += messages - forgotten
+                counters.redelivered_after_restart += forgotten
             dispatched += 1
             if not target.busy:
                 broker.start_processing(self, target)
