@@ -84,7 +84,7 @@ _TABLE: tuple[Metric, ...] = (
         "unacked_at_end",
         "messages",
         "gauge",
-        "Messages published but not acknowledged by every subscription when the run ends.",
+        "Messages not acknowledged when the run ends, summed over subscriptions as delivered and acked are: a message two subscriptions never acknowledged counts twice.",
         "messages",
     ),
     Metric(

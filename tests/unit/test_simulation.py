@@ -181,6 +181,126 @@ def test_acked_batch_indexes_a_restart_forgot_count_as_redelivered_after_it(
     assert m["delivered"] == m["published"] + m["redelivered"] + m["redelivered_after_restart"]
 
 
+def test_a_partly_acknowledged_batch_leaves_only_its_holes_unacked(host: PluginHost) -> None:
+    """``unacked_at_end`` counts messages: each of the 29 entries of 10 messages is acked but
+    for one index (a partial batch ack), so 29 x 9 messages are acked and 29 left, not 290."""
+    m = run(host, PARTIAL_BATCHES_CASE.split("[[events]]")[0]).metrics
+    assert m["published_entries"] == 29
+    assert m["acked"] == 29 * 9
+    assert m["unacked_at_end"] == 29
+    assert m["acked"] + m["unacked_at_end"] == m["published"]
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_acked_batch_indexes_a_restart_kept_are_not_delivered_again(
+    host: PluginHost, seed: int
+) -> None:
+    """ack-state.md §6.2, the other side: a batch entry recovered with its bitset goes out again
+    with its ackSet, and the client skips the indexes acked before the crash. They are neither
+    delivered nor acknowledged a second time, so every message is acked once, or once more only
+    when the restart forgot its ack."""
+    half = PARTIAL_BATCHES_CASE.replace("ack_hole_probability = 1.0", "ack_hole_probability = 0.5")
+    extra = ["managedLedgerDefaultMarkDeleteRateLimit=0", "sim.ackStatePersister=range-count"]
+    m = run(host, half, seed, *extra).metrics
+    assert m["acked"] + m["unacked_at_end"] == (m["published"] + m["redelivered_after_restart"])
+    assert m["delivered"] == m["published"] + m["redelivered"] + m["redelivered_after_restart"]
+
+
+PARTIAL_BATCHES_RECONNECT = """
+    name = "partial-batches-reconnect"
+    duration_s = 3
+    drain_s = 2
+
+    [[topics]]
+    rate = 1000
+    batch_size = 10
+    arrival = "constant"
+    publish_until_s = 1
+
+    [[topics.subscriptions]]
+    name = "s"
+    type = "Exclusive"
+    consumers = [{ group = "g", rate = 0, ack_hole_probability = 1.0 }]
+
+    [[events]]
+    at_s = 2
+    kind = "disconnect"
+    group = "g"
+
+    [[events]]
+    at_s = 2.5
+    kind = "reconnect"
+    group = "g"
+"""
+
+
+@pytest.mark.parametrize("batch_index_acks", [True, False])
+def test_a_reconnect_redelivers_what_the_broker_knows_is_unacked(
+    host: PluginHost, batch_index_acks: bool
+) -> None:
+    """Every entry of 10 is acked but for one index, then the consumer leaves and comes back.
+    With batch-index acks the broker knows the ackSet and redelivers one message per entry; with
+    ``acknowledgmentAtBatchIndexLevelEnabled=false`` only the client knew, and every entry goes
+    out whole again."""
+    switch = f"acknowledgmentAtBatchIndexLevelEnabled={str(batch_index_acks).lower()}"
+    m = run(host, PARTIAL_BATCHES_RECONNECT, 0, switch).metrics
+    entries = m["published_entries"]
+    assert entries >= 90
+    assert m["redelivered"] == entries * (1 if batch_index_acks else 10)
+    assert m["delivered"] == m["published"] + m["redelivered"]
+
+
+def test_an_ack_hole_is_one_message_of_an_entry(host: PluginHost) -> None:
+    """``ack_hole_probability`` is drawn per entry, and a hole in a batch of 10 is one message
+    (workloads.md): with probability 0.2, 20% of entries and 2% of messages stay unacked."""
+    toml = """
+        name = "batch-holes"
+        duration_s = 5
+        drain_s = 1
+        [[topics]]
+        rate = 2000
+        batch_size = 10
+        [[topics.subscriptions]]
+        consumers = [{ rate = 0, ack_hole_probability = 0.2 }]
+    """
+    m = run(host, toml, 1).metrics
+    assert abs(m["acked"] / m["published"] - 0.98) < 0.004
+    assert abs(m["unacked_at_end"] / m["published"] - 0.02) < 0.004
+    assert m["acked"] + m["unacked_at_end"] == m["published"]
+
+
+def test_unacked_at_end_counts_each_subscription(host: PluginHost) -> None:
+    """Like ``delivered`` and ``acked``, ``unacked_at_end`` adds up over subscriptions: a message
+    that two subscriptions never acknowledge counts twice (metrics.md)."""
+    toml = """
+        name = "two-holey-subscriptions"
+        duration_s = 2
+        [[topics]]
+        rate = 50
+        [[topics.subscriptions]]
+        name = "s"
+        count = 2
+        consumers = [{ rate = 0, ack_hole_probability = 1.0 }]
+    """
+    m = run(host, toml).metrics
+    assert m["acked"] == 0 and m["published"] > 0
+    assert m["unacked_at_end"] == 2 * m["published"]
+
+
+def test_a_backlog_is_whole_entries(host: PluginHost) -> None:
+    """A backlog of 15 messages in batches of 10 is 2 entries, 20 messages (workloads.md)."""
+    toml = """
+        name = "batched-backlog"
+        duration_s = 1
+        [[topics]]
+        rate = 0
+        batch_size = 10
+        backlog = 15
+    """
+    m = run(host, toml).metrics
+    assert m["published_entries"] == 2 and m["published"] == 20
+
+
 @pytest.mark.parametrize("seed", range(2))
 def test_a_batch_bitset_the_cap_drops_is_redelivered_whole(host: PluginHost, seed: int) -> None:
     """§6.3 cause 3: bitsets over ``managedLedgerMaxBatchDeletedIndexToPersist`` are not

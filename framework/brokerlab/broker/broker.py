@@ -83,6 +83,7 @@ class BrokerTuning:
     cursor_flush_interval_ns: int
     delayed_strict: bool
     track_mark_delete: bool
+    batch_index_acks: bool = True
     dedup: bool = False
     dedup_interval: int = 1000
     dedup_max_producers: int = 10_000
@@ -98,6 +99,7 @@ class BrokerTuning:
             cursor_flush_interval_ns=s.managed_ledger_cursor_position_flush_seconds * NS,
             delayed_strict=s.is_delayed_delivery_deliver_at_time_strict,
             track_mark_delete=s.cache_eviction_by_mark_deleted_position,
+            batch_index_acks=s.acknowledgment_at_batch_index_level_enabled,
             dedup=s.broker_deduplication_enabled,
             dedup_interval=s.broker_deduplication_entries_interval,
             dedup_max_producers=s.broker_deduplication_max_number_of_producers,
@@ -202,6 +204,7 @@ class Broker:
         self.cache = plugins.cache
         self.max_read_batch = tuning.max_read_batch
         self.delayed_strict = tuning.delayed_strict
+        self.batch_index_acks = tuning.batch_index_acks
         self.counters = Counters()
         self.latency_ms: dict[int, int] = {}
         self.topics: list[Topic] = []
@@ -220,6 +223,7 @@ class Broker:
             until_s = spec.publish_until_s
             end_ns = round((until_s if until_s is not None else workload.duration_s) * NS)
             arrivals = GroupArrivals(spec, stream(self.seed, "producer", spec.name), end_ns)
+            # Whole entries, as producers write them: the backlog rounds up to full batches.
             backlog = arrivals.backlog(-(-spec.backlog // spec.batch_size))
             topics = [
                 self._add_topic(name, spec, i, backlog) for i, name in enumerate(spec.topic_names())
@@ -537,9 +541,13 @@ class Broker:
                 if draws[i] < p_nack:
                     nacked.append(pos)  # still pending until the client asks for it again
                 elif messages > 1:
-                    # One message of the batch is never acknowledged: a partial batch ack.
-                    index = int(draws[i] / p_drop * messages) % messages
-                    cursor.ack_batch_partially(pos, messages, 1 << index)
+                    # One message of the batch is never acknowledged: a partial batch ack. It is
+                    # one of the ``messages`` delivered: the whole batch, or for a batch
+                    # redelivered with its ackSet only the indexes still unacked.
+                    nth = int(draws[i] / p_drop * messages) % messages
+                    size = cursor.batch_size(pos)
+                    hole = 1 << nth if messages == size else cursor.unacked_index(pos, nth)
+                    cursor.ack_batch_partially(pos, size, hole)
                     counters.acked += messages - 1
                 continue
             if cumulative:
@@ -709,14 +717,7 @@ class Broker:
             k: v for k, v in c.as_dict().items() if k not in ("dispatch_paused_ns",)
         }
         metrics["dispatch_paused_ms"] = c.dispatch_paused_ns / MS
-        unacked = 0
-        for dispatcher in self.dispatchers:
-            cursor = dispatcher.cursor
-            batch = cursor.ledger.ledgers
-            unacked += sum(
-                batch[p[0]].batch[p[1]] for p in _positions_after(cursor) if not cursor.is_acked(*p)
-            )
-        metrics["unacked_at_end"] = unacked
+        metrics["unacked_at_end"] = sum(_unacked_messages(d.cursor) for d in self.dispatchers)
         metrics["dedup_producers_lost"] = sum(t.dedup.lost for t in self.topics if t.dedup)
         metrics["latency_p50_ms"], metrics["latency_p99_ms"] = _percentiles(
             self.latency_ms, (0.5, 0.99)
@@ -738,6 +739,23 @@ def _positions_after(cursor: Cursor) -> Iterator[Position]:
     while pos <= last:
         yield pos
         pos = ml.normalize(ml.next_position(pos))
+
+
+def _unacked_messages(cursor: Cursor) -> int:
+    """Messages after the mark-delete that ``cursor`` has not acknowledged.
+
+    A partly acknowledged batch counts only its unacked indexes: the others were acknowledged
+    (and counted in ``acked``), so counting the whole entry would count them twice.
+    """
+    ledgers = cursor.ledger.ledgers
+    partial = cursor.batch_acks()
+    unacked = 0
+    for pos in _positions_after(cursor):
+        if cursor.is_acked(*pos):
+            continue
+        ack = partial.get(pos)
+        unacked += ledgers[pos[0]].batch[pos[1]] if ack is None else ack.unacked.bit_count()
+    return unacked
 
 
 def _positions_claimed_beyond(claimer: Cursor, reference: Cursor) -> Iterator[Position]:

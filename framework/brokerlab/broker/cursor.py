@@ -200,6 +200,24 @@ class Cursor:
         if _at_or_before(self.read_position, md):
             self.read_position = self.ledger.next_position(md)
 
+    def batch_size(self, position: Position) -> int:
+        """Messages in the entry at ``position``."""
+        return self.ledger.ledgers[position[0]].batch[position[1]]
+
+    def unacked_index(self, position: Position, nth: int) -> int:
+        """The mask of the ``nth`` (from 0) index of a batch entry not acknowledged yet.
+
+        With no partial ack that is index ``nth`` itself; a partly acknowledged batch counts only
+        the indexes its bitset leaves unacked, the ones a redelivery hands the client.
+        """
+        partial = self._batch.get(position)
+        if partial is None:
+            return 1 << nth
+        unacked = partial.unacked
+        for _ in range(nth):
+            unacked &= unacked - 1  # drop the lowest set bit
+        return unacked & -unacked
+
     def ack_batch_partially(self, position: Position, batch_size: int, unacked_mask: int) -> None:
         """Some indexes of a batch entry were acked; the bits set in ``unacked_mask`` were not."""
         if not self.is_acked(*position):

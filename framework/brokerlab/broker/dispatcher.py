@@ -360,6 +360,9 @@ class Dispatcher:
         restart_acked = self.restart_acked
         restart_unacked = self.restart_unacked
         restart_forgotten = self.restart_forgotten
+        # Batch-index acks the broker knows of: with acknowledgmentAtBatchIndexLevelEnabled=false
+        # only the client tracks them, and a batch goes out whole again.
+        partial_acks = cursor.batch_acks() if broker.batch_index_acks else None
         dispatched = 0
         delivered = 0
         new = source == NEW
@@ -389,6 +392,12 @@ class Dispatcher:
                     self.delayed_outstanding[pos] = self.delayed_outstanding.get(pos, 0) + 1
                     continue
             messages = batch[entry_id]
+            if partial_acks:
+                partial = partial_acks.get(pos)
+                if partial is not None:
+                    # A partly acknowledged batch goes out with its ackSet and the client skips
+                    # the acked indexes (ack-state.md §6.2): only the others are delivered.
+                    messages = partial.unacked.bit_count()
             key = keys[entry_id]
             if key_shared:
                 target = self._owner_of_key(key)

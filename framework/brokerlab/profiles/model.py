@@ -311,7 +311,9 @@ class BrokerSettings(BaseSettings):
     acknowledgment_at_batch_index_level_enabled: bool = Field(
         default=True,
         alias="acknowledgmentAtBatchIndexLevelEnabled",
-        description="Track and persist acknowledgements of single messages inside a batch. "
+        description="Track and persist acknowledgements of single messages inside a batch; a "
+        "batch sent again then carries its ackSet, so only its unacked messages are delivered "
+        "(when false, the client alone tracks them and the whole batch is delivered again). "
         "Default true as in Pulsar 4.2.x and 5.0 (false in 4.0.x, as in the broker.conf fixture).",
         json_schema_extra=_ack("§9"),
     )

@@ -146,9 +146,10 @@ class ConsumerSpec(_Strict):
     """``count`` identical consumers of one subscription.
 
     ``rate`` is how many messages per second each processes (0 = as fast as they arrive). Each
-    processed message is acknowledged, except a share ``ack_hole_probability`` that is never
-    acknowledged (an ack hole) and a share ``nack_probability`` that is negatively acknowledged and
-    redelivered after ``nack_redelivery_delay_ms``. ``group`` names the consumers for events.
+    processed entry is acknowledged, except a share ``ack_hole_probability`` left with an ack hole
+    (one message never acknowledged: the whole entry, or one index of a batch) and a share
+    ``nack_probability`` that is negatively acknowledged and redelivered after
+    ``nack_redelivery_delay_ms``. ``group`` names the consumers for events.
     """
 
     name: str = "consumer"
@@ -199,8 +200,9 @@ class SubscriptionSpec(_Strict):
 class TopicSpec(_Strict):
     """``count`` identical topics and what their producers publish.
 
-    ``backlog`` messages are already in each topic when the run starts (published before time 0),
-    so subscriptions that start at ``earliest`` have something to catch up on.
+    ``backlog`` messages are already in each topic when the run starts (published before time 0,
+    rounded up to whole batches), so subscriptions that start at ``earliest`` have something to
+    catch up on.
     """
 
     name: str = "topic"
