@@ -298,14 +298,15 @@ class Dispatcher:
     def _read_replay(self, limit: int) -> bool:
         """Read the lowest replay positions a consumer can take now; whether any was dispatched.
 
-        For Key_Shared only positions whose key's consumer has permits are read, so a blocked key
-        is not read again until its consumer can take it, as Pulsar's Key_Shared dispatcher skips
-        the hashes of consumers without permits.
+        For Key_Shared a position is read only while its key's consumer has permits left, one
+        per entry (Pulsar's ``ReplayPositionFilter``): a blocked key is not read again until its
+        consumer can take it, and a consumer with a few permits gets a few of its positions read,
+        not a whole batch that would go straight back to the replay queue.
         """
         if self.kind != "Key_Shared":
             chosen = self.replay.first(limit)
         else:
-            ready = [c for c in self.connected if c.permits > 0]
+            ready = [(c, c.permits) for c in self.connected if c.permits > 0]
             chosen = self.replay.first_owned_by(ready, limit)
         return bool(chosen) and self._read_positions(chosen, from_tracker=False) > 0
 
@@ -399,18 +400,17 @@ class Dispatcher:
                     # the acked indexes (ack-state.md §6.2): only the others are delivered.
                     messages = partial.unacked.bit_count()
             key = keys[entry_id]
+            # A consumer with any permit left takes a whole entry, as in Pulsar, whose permits go
+            # negative then: a batch larger than what is left must not wait (nor starve when it
+            # is larger than the receiver queue).
             if key_shared:
                 target = self._owner_of_key(key)
                 # A new entry of a key that already waits in the replay queue waits behind it.
-                if (
-                    target is None
-                    or target.permits < messages
-                    or (not replayed and replay.has_key(key))
-                ):
+                if target is None or target.permits <= 0 or (not replayed and replay.has_key(key)):
                     self._defer(pos, key)
                     continue
             elif shared:
-                target = self._next_shared(consumers, messages)
+                target = self._next_shared(consumers)
                 if target is None:
                     self._defer(pos, key)
                     continue
@@ -440,11 +440,13 @@ class Dispatcher:
         counters.delivered += delivered
         return dispatched
 
-    def _next_shared(self, consumers: list[Consumer], messages: int) -> Consumer | None:
+    def _next_shared(self, consumers: list[Consumer]) -> Consumer | None:
+        """The next consumer in round-robin order with a permit (Pulsar's ``isConsumerAvailable``:
+        permits > 0, whatever the size of the entry)."""
         n = len(consumers)
         for i in range(n):
             c = consumers[(self._rr + i) % n]
-            if c.permits >= messages:
+            if c.permits > 0:
                 self._rr = (self._rr + i + 1) % n
                 return c
         return None

@@ -105,10 +105,12 @@ class ReplayQueue(Generic[Owner]):
     def first(self, limit: int) -> list[Position]:
         return list(islice(self, limit))
 
-    def first_owned_by(self, owners: Iterable[Owner], limit: int) -> list[Position]:
-        """The lowest ``limit`` positions whose owner is one of ``owners``."""
-        sets = [self._by_owner[o] for o in owners if o in self._by_owner]
-        return list(islice(merge(*sets), limit))
+    def first_owned_by(self, owners: Iterable[tuple[Owner, int]], limit: int) -> list[Position]:
+        """The lowest ``limit`` positions owned by one of ``owners``, given as ``(owner, cap)``
+        pairs: at most ``cap`` of each owner's lowest positions."""
+        by_owner = self._by_owner
+        runs = [islice(by_owner[o], cap) for o, cap in owners if o in by_owner]
+        return list(islice(merge(*runs), limit))
 
     def reassign(self, owner_of_key: Callable[[int], Owner | None]) -> None:
         """Recompute every position's owner (the set of consumers changed)."""
