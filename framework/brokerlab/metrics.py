@@ -458,6 +458,24 @@ _TABLE: tuple[Metric, ...] = (
         "Index files fetched from remote storage (one per index type per load).",
     ),
     _kafka(
+        "remote_index_fetches_offset",
+        "fetches",
+        "counter",
+        "Offset index fetches from remote storage.",
+    ),
+    _kafka(
+        "remote_index_fetches_timestamp",
+        "fetches",
+        "counter",
+        "Time index fetches from remote storage.",
+    ),
+    _kafka(
+        "remote_index_fetches_transaction",
+        "fetches",
+        "counter",
+        "Transaction index fetches from remote storage, not-found ones included (an empty file).",
+    ),
+    _kafka(
         "remote_index_fetched_bytes",
         "bytes",
         "counter",
@@ -467,13 +485,14 @@ _TABLE: tuple[Metric, ...] = (
         "index_cache_live_bytes_peak",
         "bytes",
         "gauge",
-        "Peak sum of the weights of cached entries (expired ones not yet removed included).",
+        "Peak sum of the weights of live cached entries (expired ones not yet removed are "
+        "resident, not live).",
     ),
     _kafka(
         "index_cache_live_bytes_mean",
         "bytes",
         "gauge",
-        "Time-weighted mean of the cached weight, sampled every sampling interval.",
+        "Time-weighted mean of the live cached weight, sampled every sampling interval.",
     ),
     _kafka(
         "index_cache_resident_bytes_peak",

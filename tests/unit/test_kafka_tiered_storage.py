@@ -272,6 +272,38 @@ def test_lookups_split_into_hits_and_misses_and_misses_fetch_two_files(
     assert metrics["index_cache_live_bytes_peak"] <= 1_073_741_824
 
 
+def test_sampled_live_bytes_leave_out_expired_entries_maintenance_has_not_removed(
+    host: PluginHost, small: KafkaWorkload
+) -> None:
+    # Spec §0.4: resident = live + expired-not-yet-removed + .deleted. A follower whose readers
+    # stop is never told of deletions and makes no more writes, so nothing runs maintenance:
+    # the expired entries stay resident (Caffeine has no scheduler) but are not live.
+    followed = tuple(g.model_copy(update={"led_here": False}) for g in small.partitions)
+    readers = tuple(
+        c.model_copy(update={"read_from_replica": True, "stop_s": 600.0}) for c in small.consumers
+    )
+    workload = small.model_copy(update={"partitions": followed, "consumers": readers, "events": ()})
+    model = run_model(host, workload, **{"remote.log.index.file.cache.ttl.ms": "300000"})
+    last = model.samples[-1]  # t = 3600 s, every entry idle for at least 3000 s
+    assert model.cache.entry_count > 0 and model.cache.stats()["live_entries"] == 0
+    assert last["resident_bytes"] == model.cache.weighted_size > 0
+    assert last["live_bytes"] == 0
+    before_expiry = [s for s in model.samples if s["t_s"] <= 600]
+    assert model.metrics()["index_cache_live_bytes_peak"] == max(
+        s["live_bytes"] for s in before_expiry
+    )
+
+
+def test_remote_fetches_are_reported_per_index_type(host: PluginHost, small: KafkaWorkload) -> None:
+    # Spec §0.4 measures remote fetches per index type (OFFSET, TIMESTAMP, TRANSACTION).
+    metrics = run_model(host, small).metrics()
+    by_type = [
+        metrics[f"remote_index_fetches_{kind}"] for kind in ("offset", "timestamp", "transaction")
+    ]
+    assert by_type == [metrics["index_cache_misses"]] * 3
+    assert sum(by_type) == metrics["remote_index_fetches"]
+
+
 def test_a_resize_event_evicts_down_to_the_new_bound(
     host: PluginHost, small: KafkaWorkload
 ) -> None:

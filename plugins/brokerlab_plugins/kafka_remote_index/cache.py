@@ -321,6 +321,18 @@ class RemoteIndexCache:
     def _expired(self, entry: Entry, now: int) -> bool:
         return self._ttl_ns > 0 and now - entry.last_access_ns >= self._ttl_ns
 
+    def _expired_resident(self, now: int) -> tuple[int, int]:
+        """Entries expired but still resident, and their weight (no access, no removal)."""
+        count = weight = 0
+        if self._ttl_ns:
+            for uuid in self._access:  # oldest access first: stop at the first live one
+                entry = self._entries[uuid]
+                if not self._expired(entry, now):
+                    break
+                count += 1
+                weight += entry.weight
+        return count, weight
+
     def is_live(self, uuid: str) -> bool:
         """Present and not expired (Caffeine ``containsKey``); refreshes nothing."""
         entry = self._entries.get(uuid)
@@ -363,6 +375,12 @@ class RemoteIndexCache:
         return len(self._entries)
 
     @property
+    def live_bytes(self) -> int:
+        """Sum of the weights of live entries: expired ones that maintenance has not removed yet
+        are resident but not live (spec §0.4: resident = live + expired + ``.deleted``)."""
+        return self._policy.weighted_size - self._expired_resident(self._clock.now_ns())[1]
+
+    @property
     def resident_bytes(self) -> int:
         """Bytes of every file in the cache directory, ``.deleted`` ones included."""
         return self.directory.resident_bytes
@@ -373,15 +391,7 @@ class RemoteIndexCache:
 
     def stats(self) -> dict[str, int]:
         """Counters, plus a snapshot of live (not expired) and resident entries and bytes."""
-        now = self._clock.now_ns()
-        expired_entries = expired_bytes = 0
-        if self._ttl_ns:
-            for uuid in self._access:  # oldest access first: stop at the first live one
-                entry = self._entries[uuid]
-                if not self._expired(entry, now):
-                    break
-                expired_entries += 1
-                expired_bytes += entry.weight
+        expired_entries, expired_bytes = self._expired_resident(self._clock.now_ns())
         out = dict(self._stats)
         out["entries"] = len(self._entries)
         out["weighted_bytes"] = self._policy.weighted_size

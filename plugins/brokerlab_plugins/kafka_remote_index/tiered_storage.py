@@ -310,7 +310,9 @@ class TieredStorageModel:
         self.samples.append(
             {
                 "t_s": self.loop.now_ns() / _NS,
-                "live_bytes": self.cache.weighted_size,
+                # Not weighted_size: an expired entry is resident until maintenance removes it,
+                # but no longer live (spec §0.4).
+                "live_bytes": self.cache.live_bytes,
                 "resident_bytes": self.cache.resident_bytes,
                 "stale_bytes": self.stale_bytes,
                 "stale_entries": len(self.stale),
@@ -343,6 +345,11 @@ class TieredStorageModel:
             "remote_index_fetches": sum(
                 stats[k] for k in ("fetches_offset", "fetches_timestamp", "fetches_transaction")
             ),
+            # Per index type too (spec §0.4): a missing transaction index is an RSM call that
+            # fetches nothing, which the total alone hides.
+            "remote_index_fetches_offset": stats["fetches_offset"],
+            "remote_index_fetches_timestamp": stats["fetches_timestamp"],
+            "remote_index_fetches_transaction": stats["fetches_transaction"],
             "remote_index_fetched_bytes": self.fetched_bytes,
             "index_cache_live_bytes_peak": max(live),
             "index_cache_live_bytes_mean": sum(live) / len(live),
