@@ -126,6 +126,39 @@ def test_booleans_accept_java_spellings(tmp_path: Path, spelling: str) -> None:
     assert profile.settings.by_expected is True
 
 
+@pytest.mark.parametrize("spelling", ["0.5", " .5 ", "+5e-1", "0.5d", "0.5F", "0x1p-1", "0X.8P0"])
+def test_numbers_accept_java_double_spellings(spelling: str) -> None:
+    profile = load(None, {"managedLedgerCacheEvictionWatermark": spelling})
+    assert profile.settings.watermark == 0.5
+
+
+@pytest.mark.parametrize("spelling", ["0.1_5", "inf", "nan", "infinity", "0,5", "0x8"])
+def test_numbers_refuse_what_java_double_refuses(spelling: str) -> None:
+    message = error_of(None, {"managedLedgerCacheEvictionWatermark": spelling})
+    assert message == (
+        f"--set: key 'managedLedgerCacheEvictionWatermark': value '{spelling}' is not a number; "
+        "allowed: a number from 0.0 to 1.0"
+    )
+
+
+def test_a_hexadecimal_number_too_large_for_a_double_is_infinite_as_in_java() -> None:
+    message = error_of(None, {"managedLedgerCacheEvictionWatermark": "-0x1p2000"})
+    assert "value '-0x1p2000' is out of range" in message
+
+
+def test_values_are_trimmed_as_java_trims_them() -> None:
+    # String.trim removes every character up to U+0020, and no other: Pulsar fails to start on
+    # "512\u00a0" (a no-break space pasted from a web page) and reads "true\u00a0" as false.
+    profile = load(None, {"dispatcherMaxReadBatchSize": "\t\f512\x00 "})
+    assert profile.settings.batch == 512
+    message = error_of(None, {"dispatcherMaxReadBatchSize": "512\u00a0"})
+    assert message.startswith("--set: key 'dispatcherMaxReadBatchSize': value '512\\xa0' is not")
+    message = error_of(None, {"cacheEvictionByExpectedReadCount": "true\u00a0"})
+    assert "value 'true\\xa0' is not true or false" in message
+    message = error_of(None, {"managedLedgerCacheEvictionWatermark": "0.5\u00a0"})
+    assert "value '0.5\\xa0' is not a number" in message
+
+
 def test_empty_value_means_the_default(tmp_path: Path) -> None:
     path = write(tmp_path / "p.conf", "sim.entryCache=\nmanagedLedgerCacheSizeMB=   \n")
     profile = load(path)
@@ -725,11 +758,17 @@ def test_integers_beyond_their_java_type_are_out_of_range(
     )
 
 
-def test_java_longs_take_values_beyond_a_java_int() -> None:
-    profile = load_profile(
-        None, {"managedLedgerCacheEvictionTimeThresholdMillis": "9223372036854775807"}, environ={}
-    )
-    assert profile.get("managedLedgerCacheEvictionTimeThresholdMillis") == 2**63 - 1
+@pytest.mark.parametrize(
+    "key",
+    [
+        "managedLedgerCacheEvictionTimeThresholdMillis",
+        # ServiceConfiguration: private long managedLedgerCacheEvictionIntervalMs = 10;
+        "managedLedgerCacheEvictionIntervalMs",
+    ],
+)
+def test_java_longs_take_values_beyond_a_java_int(key: str) -> None:
+    profile = load_profile(None, {key: "9223372036854775807"}, environ={})
+    assert profile.get(key) == 2**63 - 1
 
 
 def test_default_model_is_broker_settings() -> None:

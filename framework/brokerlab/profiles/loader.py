@@ -46,6 +46,14 @@ INCLUDE_KEY = "sim.include"
 ENV_PREFIX = "BROKERLAB_"
 _SET = Origin("--set")
 _JAVA_INT = re.compile(r"[+-]?[0-9]+")
+# Double.valueOf: decimal or hexadecimal with an optional f/d suffix, NaN, Infinity; no '_'.
+_JAVA_DOUBLE = re.compile(
+    r"[+-]?(?:NaN|Infinity|(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?[fFdD]?"
+    r"|0[xX](?:[0-9a-fA-F]+\.?|[0-9a-fA-F]*\.[0-9a-fA-F]+)[pP][+-]?[0-9]+[fFdD]?)"
+)
+# String.trim, which Pulsar and Kafka apply to values, removes every character up to U+0020 and
+# nothing else: a no-break space stays (and makes a number invalid), unlike with str.strip().
+_JAVA_TRIM = "".join(chr(code) for code in range(0x21))
 _SEQUENCES = (list, tuple, set, frozenset)
 
 
@@ -238,13 +246,15 @@ def _java_type(info: FieldInfo, metadata: Iterable[Any] = ()) -> JavaType:
 def _coerce(raw: str, info: FieldInfo) -> object:
     """Turn profile text into what the field validates, accepting Pulsar's spellings only."""
     annotation, metadata = _unwrap(info.annotation)
-    text = raw.strip()
+    text = raw.strip(_JAVA_TRIM)
     if _is_sequence(annotation):
         args = get_args(annotation)
         item, item_metadata = _unwrap(args[0]) if args else (str, [])
         java = _java_type(info, [*metadata, *item_metadata])
         return [
-            _coerce_scalar(part.strip(), item, java) for part in text.split(",") if part.strip()
+            _coerce_scalar(part.strip(_JAVA_TRIM), item, java)
+            for part in text.split(",")
+            if part.strip(_JAVA_TRIM)
         ]
     return _coerce_scalar(text, annotation, _java_type(info, metadata))
 
@@ -259,6 +269,17 @@ def _coerce_scalar(text: str, annotation: Any, java: JavaType) -> object:
             return _Rejected(text)
         if not java.low <= int(text) <= java.high:
             return _OutOfJavaRange(text, java)
+    if annotation is float:
+        # pydantic alone would take "1_000", "inf" and "nan", and refuse "0.5d" and "0x1p-1".
+        if not _JAVA_DOUBLE.fullmatch(text):
+            return _Rejected(text)
+        number = text.rstrip("fFdD")
+        if "x" not in number.lower():
+            return float(number)
+        try:
+            return float.fromhex(number)
+        except OverflowError:  # Java rounds a hexadecimal too large for a double to infinity
+            return float("-inf" if number.startswith("-") else "inf")
     return text
 
 
@@ -691,7 +712,7 @@ def _explain(
         if len(loc) > 1 and isinstance(loc[1], int):
             text = f"has an invalid item {loc[1] + 1} ({bad!r}): it {text}"
         problem = ProfileError(
-            text, origin=origin, key=info.key, value=raw.strip(), allowed=allowed
+            text, origin=origin, key=info.key, value=raw.strip(_JAVA_TRIM), allowed=allowed
         )
         line = origin.line if origin is not None and origin.line is not None else 0
         problems.append(_Problem((rank, line, 0), problem))

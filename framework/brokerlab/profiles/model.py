@@ -168,7 +168,7 @@ class BrokerSettings(BaseSettings):
         "Size eviction starts once the cache holds more than 0.98 of the limit.",
         json_schema_extra=_cache("§2.5, §6"),
     )
-    managed_ledger_cache_eviction_interval_ms: int = Field(
+    managed_ledger_cache_eviction_interval_ms: JavaLong = Field(
         default=10,
         alias="managedLedgerCacheEvictionIntervalMs",
         ge=1,
