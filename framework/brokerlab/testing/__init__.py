@@ -29,18 +29,21 @@ identical results and zero invariant metrics):
 * :class:`EntryCacheContract` (fixture ``entry_cache``): size accounting (at most the limit plus
   one entry once eviction has run; ``size_bytes()`` equals the bytes it serves), stats consistent
   with what reads returned, every removal counted under one reason, invalidation by ledger
-  deletion and close, no read served of a removed or never-inserted entry, TTL expiry.
+  deletion and close, no read served of a removed or never-inserted entry, TTL expiry (and no
+  expiry before the TTL), every hit reported to the eviction predicates it consults.
 * :class:`EvictionPredicateContract` (``eviction_predicate``): decisions are
   :class:`~brokerlab.protocols.EvictionDecision` values or ``None``, deterministic for a seed,
-  and every cache that consults predicates keeps its entry-cache contract with it chained.
+  and every cache that consults predicates keeps its entry-cache contract with it chained
+  (state machine, TTL expiry of unread entries, size bound under a flood).
 * :class:`CursorContainerContract` (``cursor_container``): slowest position, counts, membership
   and the rank query equal brute force over random moves (hypothesis).
 * :class:`DelayedDeliveryContract` (``delayed_delivery_tracker_factory``): never early (strict
-  mode; at most one tick early otherwise), each message handed back at most once per add and
-  only to the subscription it was added to, and, driven by its own wake-ups, every message
-  delivered.
+  mode; at most one tick early otherwise), at most ``max_messages`` per hand-back, each message
+  handed back at most once per add and only to the subscription it was added to, and, driven by
+  its own wake-ups, every message after the mark-delete position delivered.
 * :class:`AckStatePersisterContract` (``ack_state_persister``): the state recovered after a
-  crash is a subset of the acknowledged state, under roomy and under tight limits.
+  crash is a subset of the acknowledged state, and of the state at the last write a call
+  reported, under roomy and under tight limits.
 
 Suites run under ``brokerlab_profile``: ``--brokerlab-profile PATH``, else ``$BROKERLAB_PROFILE``,
 else the defaults; they add only the ``--set`` values they need (a 1 MiB cache, strict mode...).
@@ -70,6 +73,7 @@ if TYPE_CHECKING:
         AckStatePersisterContract,
         ack_scripts,
         check_recovery,
+        check_written,
         play_ack_script,
     )
     from brokerlab.testing.cursor_containers import (
@@ -111,6 +115,7 @@ __all__ = [
     "check_recovery",
     "check_simulation",
     "check_stats",
+    "check_written",
     "is_diagnostic",
     "play_ack_script",
     "play_fixed_scenario",
@@ -128,6 +133,7 @@ _HOME = {
     "AckStatePersisterContract": "ack_state",
     "ack_scripts": "ack_state",
     "check_recovery": "ack_state",
+    "check_written": "ack_state",
     "play_ack_script": "ack_state",
     "CursorContainerContract": "cursor_containers",
     "CursorContainerMachine": "cursor_containers",

@@ -19,7 +19,7 @@ from brokerlab.broker.cursor import Cursor
 from brokerlab.broker.ledger import LedgerIds, ManagedLedger
 from brokerlab.host import PluginHost
 from brokerlab.profiles import Profile
-from brokerlab.protocols import AckStatePersister, Position, RecoveredAckState
+from brokerlab.protocols import AckStatePersister, BatchAck, Position, RecoveredAckState
 from brokerlab.records import AckStatePersisterRecord
 from brokerlab.testing._common import (
     Simulate,
@@ -39,6 +39,7 @@ __all__ = [
     "ack_scripts",
     "acked_positions",
     "check_recovery",
+    "check_written",
     "ledger_layout",
     "play_ack_script",
 ]
@@ -100,21 +101,51 @@ def acked_positions(
     return out
 
 
+def _check_claims(
+    got: RecoveredAckState,
+    claimed: set[Position],
+    acked: set[Position],
+    batches: Mapping[Position, BatchAck],
+    what: str,
+) -> None:
+    """``got`` (claiming ``claimed``) claims no position outside ``acked`` and no batch index
+    that ``batches`` (the partially acked entries next to ``acked``) still has unacked."""
+    assert claimed <= acked, f"claims {what} positions {sorted(claimed - acked)}"
+    for pos, ack in got.batch_acks.items():
+        if pos in acked:
+            continue
+        assert pos in batches, f"claims {what} indexes of the batch {pos}"
+        assert batches[pos].unacked & ~ack.unacked == 0, f"claims {what} indexes of {pos}"
+
+
 def check_recovery(cursor: Cursor, got: RecoveredAckState, exact: bool) -> None:
     """``got`` claims nothing that ``cursor`` (the truth) has not acked, batch indexes included;
     with ``exact`` it is the whole truth."""
     truth = acked_positions(cursor, cursor.md, cursor.acked_ranges())
     claimed = acked_positions(cursor, got.mark_delete, got.acked_ranges)
-    assert claimed <= truth, f"claims unacked positions {sorted(claimed - truth)}"
     live = cursor.batch_acks()
-    for pos, ack in got.batch_acks.items():
-        if pos in truth:
-            continue
-        assert pos in live, f"claims acked indexes of the untouched batch {pos}"
-        assert live[pos].unacked & ~ack.unacked == 0, f"claims unacked indexes of {pos}"
+    _check_claims(got, claimed, truth, live, "unacked")
     if exact:
         assert claimed == truth
         assert {p: b for p, b in got.batch_acks.items() if p not in truth} == dict(live)
+
+
+def _written(cursor: Cursor) -> tuple[set[Position], dict[Position, BatchAck]]:
+    """A copy of ``cursor``'s acknowledged positions and partial batches: the most a write made
+    now can hold."""
+    return acked_positions(cursor, cursor.md, cursor.acked_ranges()), dict(cursor.batch_acks())
+
+
+def check_written(
+    cursor: Cursor,
+    got: RecoveredAckState,
+    written: tuple[set[Position], Mapping[Position, BatchAck]],
+) -> None:
+    """``got`` claims nothing acknowledged after the persister's last write: ``written`` is the
+    cursor's state when a call last returned a :class:`~brokerlab.protocols.PersistOutcome`
+    (writes are synchronous and each is reported), and ``crash()`` loses everything later."""
+    claimed = acked_positions(cursor, got.mark_delete, got.acked_ranges)
+    _check_claims(got, claimed, written[0], written[1], "unwritten (acked after the last write)")
 
 
 def play_ack_script(
@@ -125,14 +156,17 @@ def play_ack_script(
     exact: bool = False,
 ) -> Cursor:
     """Run ``script`` on a fresh cursor and ``persister``; check every recovery (and a final
-    crash) with :func:`check_recovery`. ``advance(seconds)`` moves the persister's clock."""
+    crash) with :func:`check_recovery` and :func:`check_written`. ``advance(seconds)`` moves the
+    persister's clock."""
     cursor = ack_cursor(ACK_LEDGERS * ACK_PER_LEDGER, ACK_PER_LEDGER, ACK_FIRST_LEDGER)
     persister.created(cursor)
+    written = _written(cursor)  # the created position is durable at once
     for op in script:
+        outcome = None
         if op[0] == "ack":
             lid, e = divmod(op[1], ACK_PER_LEDGER)
             if cursor.ack(ACK_FIRST_LEDGER + lid, e):
-                persister.acked(cursor, [ACK_FIRST_LEDGER + lid])
+                outcome = persister.acked(cursor, [ACK_FIRST_LEDGER + lid])
         elif op[0] == "batch":
             lid, e = divmod(op[1], ACK_PER_LEDGER)
             pos = (ACK_FIRST_LEDGER + lid, e)
@@ -140,18 +174,24 @@ def play_ack_script(
             mask = op[2] & (old.unacked if old else 1023)
             if mask and not cursor.is_acked(*pos):
                 cursor.ack_batch_partially(pos, 10, mask)
-                persister.acked(cursor, [pos[0]])
+                outcome = persister.acked(cursor, [pos[0]])
         elif op[0] == "tick":
             advance(op[1])
         elif op[0] == "flush":
-            persister.flush(cursor)
+            outcome = persister.flush(cursor)
         else:
             persister.crash()
             got = persister.recover()
             check_recovery(cursor, got, exact)
+            check_written(cursor, got, written)
             cursor.restore(got)
+            written = _written(cursor)  # what was read back is durable
+        if outcome is not None:
+            written = _written(cursor)
     persister.crash()
-    check_recovery(cursor, persister.recover(), exact)
+    got = persister.recover()
+    check_recovery(cursor, got, exact)
+    check_written(cursor, got, written)
     return cursor
 
 

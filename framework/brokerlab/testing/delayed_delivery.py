@@ -9,7 +9,7 @@ dispatchers: a tracker's ``wake`` schedules a read at the current instant, and t
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Sequence
 from typing import Any, ClassVar
 
 import pytest
@@ -45,8 +45,9 @@ Subscription = tuple[str, str]
 class DeliveryLog:
     """What each subscription's tracker accepted, and a check of everything it hands back.
 
-    A position handed back must have been accepted by *that* subscription's tracker, at most as
-    many times as it was accepted, and not before its deliver-at time (strict mode) or more than
+    A hand-back holds at most the ``max_messages`` asked for. A position handed back must have
+    been accepted by *that* subscription's tracker, at most as many times as it was accepted, and
+    not before its deliver-at time (strict mode) or more than
     one tick before it (otherwise). A message a tracker refuses is dispatched at once, so a refusal
     is held to the same rule, unless ``refusals_are_early`` is false (delivery switched off).
     """
@@ -71,7 +72,16 @@ class DeliveryLog:
         self.accepted[key] += 1
         self.deliver_at[key] = min(self.deliver_at.get(key, deliver_at_ms), deliver_at_ms)
 
-    def handed_back(self, sub: Subscription, positions: Iterable[Position], now_ms: int) -> None:
+    def handed_back(
+        self,
+        sub: Subscription,
+        positions: Sequence[Position],
+        now_ms: int,
+        max_messages: int | None = None,
+    ) -> None:
+        assert max_messages is None or len(positions) <= max_messages, (
+            f"{sub} asked for up to {max_messages} messages and got {len(positions)}"
+        )
         for position in positions:
             key = (sub, position)
             self.returned[key] += 1
@@ -159,14 +169,14 @@ class DelayedBench:
         tracker = self.subscribe(sub)
         while tracker.has_message_available():
             due = tracker.get_scheduled_messages(limit)
-            self.log.handed_back(sub, due, self.now_ms())
+            self.log.handed_back(sub, due, self.now_ms(), limit)
             if not due:
                 break
 
     def read(self, sub: Subscription, limit: int) -> list[Position]:
         """A read for another reason (flow permits): ask for due messages directly."""
         due = self.subscribe(sub).get_scheduled_messages(limit)
-        self.log.handed_back(sub, due, self.now_ms())
+        self.log.handed_back(sub, due, self.now_ms(), limit)
         return due
 
     def mark_delete(self, sub: Subscription, position: Position) -> None:
@@ -233,6 +243,15 @@ _LIMITED_READ_LEAVES_A_DUE_BUCKET: list[tuple[Any, ...]] = [
     ("read", 0, 1),
 ]
 
+_MARK_DELETE_JUST_BEFORE_HELD_MESSAGES: list[tuple[Any, ...]] = [
+    ("add", 0, 1, 2, 500),
+    ("add", 0, 1, 3, 500),
+    ("add", 0, 1, 4, 700),
+    ("md", 0, 1, 2),
+]
+"""The mark-delete moves onto one held message, just before two others: a tracker may forget
+(1, 2) but must still deliver (1, 3) and (1, 4), which are not acknowledged."""
+
 
 class DelayedDeliveryContract:
     """What every delayed-delivery tracker factory must do. Subclass it and name your record::
@@ -278,6 +297,8 @@ class DelayedDeliveryContract:
         @given(tick=st.sampled_from([1, 10, 100, 1000]), strict=st.booleans(), ops=_OPS)
         # A read limited to one message leaves a due bucket behind with no timer armed.
         @example(tick=1000, strict=True, ops=_LIMITED_READ_LEAVES_A_DUE_BUCKET)
+        # mark_delete_moved(p) covers p and what is before it, nothing after.
+        @example(tick=100, strict=False, ops=_MARK_DELETE_JUST_BEFORE_HELD_MESSAGES)
         def check(tick: int, strict: bool, ops: list[tuple[Any, ...]]) -> None:
             profile = brokerlab_profile.with_overrides(
                 tracker_overrides(name, strict=strict, tick_ms=tick)

@@ -9,7 +9,8 @@ is a hypothesis state machine over a bench; the two suites below use both.
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Iterator, Mapping
+from collections import Counter
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -21,6 +22,7 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 from brokerlab.host import PluginHost
 from brokerlab.profiles import Profile
 from brokerlab.protocols import (
+    CachedEntryView,
     CursorContainer,
     EntryCache,
     EvictionDecision,
@@ -41,12 +43,16 @@ from brokerlab.testing._common import (
 
 __all__ = [
     "REMOVAL_COUNTERS",
+    "AccessProbe",
     "CacheBench",
     "EntryCacheContract",
     "EntryCacheMachine",
     "EntryView",
     "EvictionPredicateContract",
     "cache_overrides",
+    "check_size_bounded_under_a_flood",
+    "check_unread_entries_expire",
+    "check_young_entries_stay",
 ]
 
 REMOVAL_COUNTERS = (
@@ -90,13 +96,20 @@ class CacheBench:
     """One entry cache of ``profile``, built as ``simulate`` builds it, on its own event loop.
 
     The profile's ``sim.entryCache`` (``disabled`` when ``managedLedgerCacheSizeMB=0``) picks the
-    record; a cache that consults predicates gets the chain the profile selects
-    (:attr:`predicates`). The periodic eviction task runs every
-    ``managedLedgerCacheEvictionIntervalMs`` of virtual time, as in the broker. Time moves only in
-    :meth:`advance` and :meth:`settle`.
+    record; a cache that consults predicates gets the chain the profile selects, followed by
+    ``extra_predicates`` (a test's own probes) (:attr:`predicates`). The periodic eviction task
+    runs every ``managedLedgerCacheEvictionIntervalMs`` of virtual time, as in the broker. Time
+    moves only in :meth:`advance` and :meth:`settle`.
     """
 
-    def __init__(self, host: PluginHost, profile: Profile, seed: int = 0) -> None:
+    def __init__(
+        self,
+        host: PluginHost,
+        profile: Profile,
+        seed: int = 0,
+        *,
+        extra_predicates: Sequence[EvictionPredicate] = (),
+    ) -> None:
         settings = profile.settings
         name = (
             "disabled" if profile.get("managedLedgerCacheSizeMB") == 0 else settings.sim_entry_cache
@@ -107,6 +120,9 @@ class CacheBench:
         self.context, self.loop = build_context(
             host, profile, seed, predicates=self.record.uses_eviction_predicates
         )
+        if extra_predicates and self.record.uses_eviction_predicates:
+            chain = (*self.context.eviction_predicates, *extra_predicates)
+            self.context = self.context.with_(eviction_predicates=chain)
         self.cache: EntryCache = self.record.factory(self.context)
         self.limit: int = settings.cache_size_bytes
         self.ttl_ms: int = settings.managed_ledger_cache_eviction_time_threshold_millis
@@ -317,6 +333,91 @@ class EntryCacheMachine(RuleBasedStateMachine):
 
 
 # --------------------------------------------------------------------------------------------
+# Checks shared by the entry-cache suite and the chained-predicate suite
+# --------------------------------------------------------------------------------------------
+
+
+def check_unread_entries_expire(bench: CacheBench) -> None:
+    """Unread entries nobody expects to read are gone, counted as time evictions, once older than
+    the TTL and the eviction task has run."""
+    bench.open_topic("t")
+    held = [pos for pos in ((5, e) for e in range(8)) if bench.insert("t", pos, 100)]
+    before = dict(bench.stats())
+    bench.advance(bench.ttl_ms + 2 * bench.interval_ms + 1)
+    assert bench.size() == 0, f"{bench.size()} bytes still cached after the TTL"
+    after = bench.stats()
+    if "cache_evictions_time" in after:
+        counted = after["cache_evictions_time"] - before.get("cache_evictions_time", 0)
+        assert counted == len(held), f"{len(held)} entries expired, {counted} counted"
+    for pos in held:
+        assert not bench.hits("t", pos), f"{pos} served after it expired"
+
+
+def check_young_entries_stay(bench: CacheBench) -> None:
+    """Entries younger than the TTL, far below the size limit, are still served after the
+    eviction task has run: they are not expired yet, and nothing else asks for room."""
+    bench.open_topic("t")
+    held = [pos for pos in ((5, e) for e in range(8)) if bench.insert("t", pos, 100)]
+    half = bench.ttl_ms // 2
+    if not held or half < bench.interval_ms:
+        return  # nothing cached, or the eviction task would not run before half the TTL
+    bench.advance(half)
+    evicted = bench.stats().get("cache_evictions_time", 0)
+    assert evicted == 0, f"{evicted} entries evicted by time at half the TTL"
+    for pos in held:
+        assert bench.hits("t", pos), (
+            f"{pos} is no longer served {half} ms after it was inserted; the TTL is "
+            f"{bench.ttl_ms} ms and the cache holds {bench.size()} of {bench.limit} bytes"
+        )
+
+
+def check_size_bounded_under_a_flood(bench: CacheBench) -> None:
+    """Six times the limit inserted, with some reads: once the eviction an insert triggers has
+    run, the cache holds at most its limit plus one entry, and evicted to get there."""
+    bench.open_topic("t", {"reader": (7, 0)})
+    largest = max(entry_size(bench.limit, (0, e)) for e in range(6))
+    inserted = 0
+    for e in range(6 * 64 // 3):
+        size = entry_size(bench.limit, (7, e))
+        inserted += size if bench.insert("t", (7, e), size) else 0
+        if e % 4 == 3:
+            bench.read("t", 7, e - 3, e, "reader")
+        bench.settle()
+        assert bench.size() <= bench.limit + largest, f"{bench.size()} bytes after eviction"
+        if e % 10 == 0:
+            bench.advance(1)
+    stats = bench.stats()
+    if inserted > bench.limit and "cache_evictions_size" in stats:
+        assert stats["cache_evictions_size"] > 0, "over the limit, yet no size eviction"
+    if "cache_peak_bytes" in stats:
+        assert stats["cache_peak_bytes"] >= bench.size()
+
+
+class AccessProbe:
+    """An eviction predicate that never decides and records the ``on_access`` calls it gets."""
+
+    name = "contract-access-probe"
+
+    def __init__(self) -> None:
+        self.accesses: Counter[Position] = Counter()
+
+    def decide(
+        self, entry: CachedEntryView, kind: EvictionPass, threshold_ns: int
+    ) -> EvictionDecision | None:
+        return None
+
+    def on_insert(self, entry: CachedEntryView) -> None:
+        return None
+
+    def on_access(self, entry: CachedEntryView) -> None:
+        assert entry.accessed, f"on_access({entry.position}) with accessed still False"
+        self.accesses[entry.position] += 1
+
+    def on_remove(self, entry: CachedEntryView) -> None:
+        return None
+
+
+# --------------------------------------------------------------------------------------------
 # Entry-cache contract
 # --------------------------------------------------------------------------------------------
 
@@ -415,42 +516,52 @@ class EntryCacheContract:
         counted as a time eviction."""
         if not self.entries_expire:
             pytest.skip("this cache declares entries_expire = False")
-        bench = self.bench(brokerlab_host, brokerlab_profile, entry_cache)
-        bench.open_topic("t")
-        held = [pos for pos in ((5, e) for e in range(8)) if bench.insert("t", pos, 100)]
-        before = dict(bench.stats())
-        bench.advance(bench.ttl_ms + 2 * bench.interval_ms + 1)
-        assert bench.size() == 0, f"{bench.size()} bytes still cached after the TTL"
-        after = bench.stats()
-        if "cache_evictions_time" in after:
-            counted = after["cache_evictions_time"] - before.get("cache_evictions_time", 0)
-            assert counted == len(held), f"{len(held)} entries expired, {counted} counted"
-        for pos in held:
-            assert not bench.hits("t", pos), f"{pos} served after it expired"
+        check_unread_entries_expire(self.bench(brokerlab_host, brokerlab_profile, entry_cache))
+
+    def test_entries_stay_until_the_ttl(
+        self, brokerlab_host: PluginHost, brokerlab_profile: Profile, entry_cache: str
+    ) -> None:
+        """An entry a cache far below its limit accepted is still served at half the TTL: the
+        eviction task expires only entries older than the TTL."""
+        check_young_entries_stay(self.bench(brokerlab_host, brokerlab_profile, entry_cache))
 
     def test_size_stays_bounded_under_a_flood(
         self, brokerlab_host: PluginHost, brokerlab_profile: Profile, entry_cache: str
     ) -> None:
         """Six times the limit inserted, with some reads: once the eviction an insert triggers
         has run, the cache holds at most its limit plus one entry, and evicted to get there."""
-        bench = self.bench(brokerlab_host, brokerlab_profile, entry_cache)
-        bench.open_topic("t", {"reader": (7, 0)})
-        largest = max(entry_size(bench.limit, (0, e)) for e in range(6))
-        inserted = 0
-        for e in range(6 * 64 // 3):
-            size = entry_size(bench.limit, (7, e))
-            inserted += size if bench.insert("t", (7, e), size) else 0
-            if e % 4 == 3:
-                bench.read("t", 7, e - 3, e, "reader")
-            bench.settle()
-            assert bench.size() <= bench.limit + largest, f"{bench.size()} bytes after eviction"
-            if e % 10 == 0:
-                bench.advance(1)
-        stats = bench.stats()
-        if inserted > bench.limit and "cache_evictions_size" in stats:
-            assert stats["cache_evictions_size"] > 0, "over the limit, yet no size eviction"
-        if "cache_peak_bytes" in stats:
-            assert stats["cache_peak_bytes"] >= bench.size()
+        check_size_bounded_under_a_flood(self.bench(brokerlab_host, brokerlab_profile, entry_cache))
+
+    def test_hits_are_reported_to_the_predicates(
+        self, brokerlab_host: PluginHost, brokerlab_profile: Profile, entry_cache: str
+    ) -> None:
+        """A cache that consults eviction predicates calls ``on_access`` once for every entry a
+        read serves, single-entry and range reads alike, with the entry's ``accessed`` set
+        (:class:`~brokerlab.protocols.EvictionPredicate`,
+        :class:`~brokerlab.protocols.CachedEntryView`)."""
+        record: EntryCacheRecord = brokerlab_host.select("entry_cache", entry_cache).record
+        if not record.uses_eviction_predicates:
+            pytest.skip("this cache consults no eviction predicates")
+        probe = AccessProbe()
+        overrides = cache_overrides(
+            brokerlab_host,
+            brokerlab_profile,
+            entry_cache,
+            managedLedgerCacheSizeMB=str(BENCH_CACHE_MB),
+        )
+        bench = CacheBench(
+            brokerlab_host, brokerlab_profile.with_overrides(overrides), extra_predicates=[probe]
+        )
+        bench.open_topic("t")
+        for e in range(8):
+            bench.insert("t", (5, e), 100)
+        served: Counter[Position] = Counter()
+        for first, last in ((0, 7), (2, 2), (1, 4), (6, 6), (3, 9)):
+            misses = bench.read("t", 5, first, last)
+            served.update((5, e) for e in range(first, last + 1) if e not in misses)
+        assert probe.accesses == served, (
+            f"reads served {dict(served)}, but on_access was called for {dict(probe.accesses)}"
+        )
 
     def test_runs_deterministically_in_a_simulation(
         self,
@@ -630,6 +741,23 @@ class EvictionPredicateContract:
                 _machine_of(brokerlab_host, profile),
                 examples(max(5, self.examples // 2), stateful_step_count=40),
             )
+
+    def test_chained_cache_still_expires_unread_entries(
+        self, brokerlab_host: PluginHost, brokerlab_profile: Profile, eviction_predicate: str
+    ) -> None:
+        """With the predicate in the chain, an entry nobody reads and nobody expects to read
+        still leaves once older than the TTL: the predicate must not STOP or REQUEUE where the
+        queue's own rule removes an expired, unread entry (the entry-cache TTL contract)."""
+        for profile in self.chained_profiles(brokerlab_host, brokerlab_profile, eviction_predicate):
+            check_unread_entries_expire(CacheBench(brokerlab_host, profile))
+
+    def test_chained_cache_stays_bounded_under_a_flood(
+        self, brokerlab_host: PluginHost, brokerlab_profile: Profile, eviction_predicate: str
+    ) -> None:
+        """With the predicate in the chain, a size pass still frees room: the cache holds at most
+        its limit plus one entry once the eviction an insert triggers has run."""
+        for profile in self.chained_profiles(brokerlab_host, brokerlab_profile, eviction_predicate):
+            check_size_bounded_under_a_flood(CacheBench(brokerlab_host, profile))
 
     def test_chained_cache_is_deterministic(
         self, brokerlab_host: PluginHost, brokerlab_profile: Profile, eviction_predicate: str
