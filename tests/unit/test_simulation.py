@@ -703,3 +703,46 @@ def test_failover_picks_its_active_consumer_from_the_connected_set(host: PluginH
     m = run(host, FAILOVER_PRIMARY_RETURNS).metrics
     assert m["published"] == 199
     assert m["acked"] == 199 and m["unacked_at_end"] == 0
+
+
+def test_two_restarts_in_a_row_still_count_the_forgotten_acks(host: PluginHost) -> None:
+    """RESTART_CASE's first restart forgets the acks of 2.1..2.5 s; a second one at the same
+    instant, before anything went out again, must not forget that they are owed: the 5 messages
+    are delivered once more and counted as redelivered after a restart, as with one restart."""
+    twice = RESTART_CASE + '\n[[events]]\nat_s = 2.55\nkind = "restart"\n'
+    m = run(host, twice).metrics
+    assert m["broker_restarts"] == 2
+    assert m["delivered"] == m["published"] + 5
+    assert m["redelivered_after_restart"] == 5
+    assert m["delivered"] == m["published"] + m["redelivered"] + m["redelivered_after_restart"]
+
+
+PAUSED_THEN_RESTART = """
+    name = "paused-then-restart"
+    duration_s = 4
+    drain_s = 0
+
+    [[topics]]
+    rate = 200
+    arrival = "constant"
+
+    [[topics.subscriptions]]
+    name = "s"
+    type = "Shared"
+    consumers = [{ rate = 0, ack_hole_probability = 0.5 }]
+"""
+
+
+@pytest.mark.parametrize("kind", ["restart", "unload"])
+def test_a_restart_during_a_pause_keeps_the_time_paused_before_it(
+    host: PluginHost, kind: str
+) -> None:
+    """Holes pass 50 ranges at about 1 s and the subscription stays paused to the end (4 s). A
+    restart or unload at 3.9 s recovers at most 50 ranges, so dispatch resumes, and pauses again
+    on the next acks: the 2.9 s paused before it still count, so the total matches the run
+    without it."""
+    plain = run(host, PAUSED_THEN_RESTART, 0, *PAUSE_LIMIT_50).metrics
+    assert plain["dispatch_paused_ms"] > 2_900
+    event = f'\n[[events]]\nat_s = 3.9\nkind = "{kind}"\n'
+    m = run(host, PAUSED_THEN_RESTART + event, 0, *PAUSE_LIMIT_50).metrics
+    assert m["dispatch_paused_ms"] == plain["dispatch_paused_ms"]

@@ -668,7 +668,7 @@ class Broker:
             dispatcher.replay.clear()
             count_foreign_tick_changes((dispatcher,))
             dispatcher.reset_tracker()
-            dispatcher.paused_since = None
+            dispatcher.end_pause(self.loop.now_ns())  # the pause lasted until the broker went down
             dispatcher.waiting = False
             if dispatcher.active:
                 dispatcher.active = False
@@ -692,7 +692,9 @@ class Broker:
         for pos in _positions_claimed_beyond(claimed, truth):
             lost += truth.ledger.ledgers[pos[0]].batch[pos[1]]
         self.counters.lost += lost
-        dispatcher.restart_acked = set(_positions_claimed_beyond(truth, claimed))
+        # Added to, not replaced: an ack an earlier restart forgot is not in ``truth`` (the state
+        # that restart recovered) and, until its entry goes out again, still owes its count.
+        dispatcher.restart_acked.update(_positions_claimed_beyond(truth, claimed))
         # Kept across restarts, as restart_unacked is: an entry not yet sent again still owes them.
         forgotten = dispatcher.restart_forgotten
         for pos, count in _batch_indexes_forgotten(truth, recovered).items():
@@ -710,9 +712,7 @@ class Broker:
         c = self.counters
         count_foreign_tick_changes(self.dispatchers)
         for dispatcher in self.dispatchers:
-            if dispatcher.paused_since is not None:
-                c.dispatch_paused_ns += now - dispatcher.paused_since
-                dispatcher.paused_since = None
+            dispatcher.end_pause(now)
         metrics: dict[str, float] = {
             k: v for k, v in c.as_dict().items() if k not in ("dispatch_paused_ns",)
         }

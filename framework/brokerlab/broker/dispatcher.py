@@ -522,9 +522,14 @@ class Dispatcher:
         if pause and self.paused_since is None:
             self.paused_since = now
         elif not pause and self.paused_since is not None:
+            self.end_pause(now)
+            self.wake()
+
+    def end_pause(self, now: int) -> None:
+        """Count a pause in progress up to ``now`` and end it (a resume, a restart, the end)."""
+        if self.paused_since is not None:
             self.broker.counters.dispatch_paused_ns += now - self.paused_since
             self.paused_since = None
-            self.wake()
 
 
 def count_foreign_tick_changes(dispatchers: Iterable[Dispatcher]) -> None:
