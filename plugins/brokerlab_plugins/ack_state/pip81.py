@@ -179,7 +179,7 @@ class SplitAckPersister:
 
     # ---- writes -------------------------------------------------------------------------------
 
-    def _ledgers(self, snap: Snapshot) -> dict[int, LedgerState]:
+    def _ledgers(self, snap: Snapshot) -> Mapping[int, LedgerState]:
         if self._batch_index:
             return snap.ledgers
         return {lid: LedgerState(st.ranges) for lid, st in snap.ledgers.items() if st.ranges}

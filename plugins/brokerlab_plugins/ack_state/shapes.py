@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
+from typing import Any
 
 from brokerlab.protocols import AckState, BatchAck, Position, RecoveredAckState
 from brokerlab_plugins.ack_state.wire_size import (
@@ -23,6 +24,12 @@ from brokerlab_plugins.ack_state.wire_size import (
 __all__ = ["LedgerState", "Snapshot", "by_ledger", "ledger_words", "recovered"]
 
 Range = tuple[Position, Position]
+
+_NOTHING: Mapping[Any, Any] = {}
+"""The one empty mapping every snapshot shares for a part the state does not have (most writes
+have no batch bitsets and no properties). Snapshot parts are read-only (typed ``Mapping``), so
+sharing is safe; a copy per write would be kept until the next write and then freed, by then out
+of the processor's caches (``many-topics`` writes 10,000 cursors in turn)."""
 
 
 @dataclass(frozen=True)
@@ -45,14 +52,14 @@ class LedgerState:
 
 def by_ledger(
     ranges: Sequence[Range], batches: Mapping[Position, BatchAck]
-) -> dict[int, LedgerState]:
+) -> Mapping[int, LedgerState]:
     """Group ranges and batches by ledger, ascending; ledgers with neither are absent.
 
     ``ranges`` are in order (a ledger's ranges are consecutive); should a ledger come back after
     another one, its last run wins.
     """
     if not ranges and not batches:
-        return {}  # the usual write: nothing individually acked
+        return _NOTHING  # the usual write: nothing individually acked
     by_id: dict[int, tuple[Range, ...]] = {}
     if ranges:
         # Runs of one ledger id, cut by index (no key function called per range).
@@ -119,8 +126,8 @@ class Snapshot:
         self.mark_delete = mark_delete
         self.ranges = ranges
         self.batches = batches
-        self.properties: Mapping[str, int] = properties or {}
-        self.cursor_properties: Mapping[str, str] = cursor_properties or {}
+        self.properties: Mapping[str, int] = properties or _NOTHING
+        self.cursor_properties: Mapping[str, str] = cursor_properties or _NOTHING
         # Most cursors have no properties of either kind: size them only when present.
         self.position_bytes = header_bytes(mark_delete) + (
             long_properties_bytes(properties) if properties else 0
@@ -130,21 +137,24 @@ class Snapshot:
             string_properties_bytes(cursor_properties) if cursor_properties else 0
         )
         """The subscription properties (StringProperty list), in the metadata store only."""
-        self._ledgers: dict[int, LedgerState] | None = None
+        self._ledgers: Mapping[int, LedgerState] | None = None
 
     @classmethod
     def of(cls, state: AckState) -> Snapshot:
         """Copy the live state (the broker mutates its own containers after the write)."""
+        batches = state.batch_acks()
+        properties = state.mark_delete_properties()
+        cursor_properties = state.subscription_properties()
         return cls(
             state.mark_delete,
             tuple(state.acked_ranges()),
-            dict(state.batch_acks()),
-            dict(state.mark_delete_properties()),
-            dict(state.subscription_properties()),
+            dict(batches) if batches else _NOTHING,
+            dict(properties) if properties else _NOTHING,
+            dict(cursor_properties) if cursor_properties else _NOTHING,
         )
 
     @property
-    def ledgers(self) -> dict[int, LedgerState]:
+    def ledgers(self) -> Mapping[int, LedgerState]:
         """The state per ledger, ascending (grouped once per write, on first use)."""
         ledgers = self._ledgers
         if ledgers is None:

@@ -29,6 +29,10 @@ NS = 1_000_000_000
 FIRST_CURSOR_LEDGER = 1_000_000
 
 
+Written = tuple[Position, Sequence[Range], Mapping[Position, BatchAck], Mapping[str, int]]
+"""A cursor-ledger entry as recovery reads it: mark-delete, ranges, batch bitsets, properties."""
+
+
 class Encoded:
     """One serialized write of a snapshot: what it keeps and its size.
 
@@ -63,10 +67,15 @@ class Encoded:
         return self.snap.mark_delete
 
     @property
+    def written(self) -> Written:
+        """What a restart can read back of this write, without the snapshot around it."""
+        snap = self.snap
+        return (snap.mark_delete, self.ranges, self.batches, snap.properties)
+
+    @property
     def durable(self) -> RecoveredAckState:
         """What a restart reads back (ranges clipped to after the mark-delete)."""
-        snap = self.snap
-        return recovered(snap.mark_delete, self.ranges, self.batches, snap.properties)
+        return recovered(*self.written)
 
 
 class MetadataNodes(Protocol):
@@ -121,7 +130,10 @@ class CursorStorage:
         self._ledger_id = FIRST_CURSOR_LEDGER - 1
         self._entries = 0
         self._created_ns = 0
-        self._last: Encoded | None = None
+        # The last entry as a plain tuple, not the Encoded: it stays until the next write, and
+        # then one object is freed rather than an encoding and its snapshot (long out of the
+        # processor's caches when a broker writes thousands of cursors in turn).
+        self._last: Written | None = None
         self._node = start
         self._node_holds_state = False
         self._ledger_lost = False
@@ -216,7 +228,7 @@ class CursorStorage:
             # Rollback: the snapshot's mark-delete, no individual acks, empty properties.
             return RecoveredAckState(self._node.mark_delete), "rollback"
         self._mode = "readonly"
-        return self._last.durable, "ledger"
+        return recovered(*self._last), "ledger"
 
     # ---- internals ----------------------------------------------------------------------------
 
@@ -226,7 +238,7 @@ class CursorStorage:
     def _append(self, entry: Encoded) -> int:
         self._entries += 1
         self.ledger_entries += 1
-        self._last = entry
+        self._last = entry.written
         return entry.bytes
 
     def _switch(self, entry: Encoded) -> int:

@@ -80,7 +80,7 @@ class WholeStatePersister:
         )
         self._dirty = False
         self._cursor_properties: Mapping[str, str] = {}
-        self._persisted: dict[int, LedgerState] = {}
+        self._persisted: Mapping[int, LedgerState] = {}
         self._changed_bytes = 0
         self.recovery_path = ""
 
