@@ -6,7 +6,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from brokerlab.broker.cursor import Cursor, runs
-from brokerlab.broker.ledger import LedgerIds, ManagedLedger
+from brokerlab.broker.ledger import (
+    BATCH,
+    DELIVER_AT_MS,
+    KEY,
+    PUBLISH_NS,
+    SIZE,
+    LedgerIds,
+    ManagedLedger,
+)
 
 
 def ledger_with(entries: int, per_ledger: int) -> ManagedLedger:
@@ -27,6 +35,49 @@ def reference_state(positions: list[tuple[int, int]], acked: set[tuple[int, int]
         by_ledger.setdefault(ledger_id, []).append(entry_id)
     ranges = sum(len(runs(v)) for v in by_ledger.values())
     return md_index, rest, ranges
+
+
+entry_fields = st.tuples(
+    st.integers(0, 2**31),
+    st.integers(-(2**62), 2**62),
+    st.integers(-1, 10**6),
+    st.integers(1, 1000),
+    st.integers(0, 2**45),
+)
+
+
+@given(st.lists(entry_fields, max_size=40), st.integers(1, 7), st.data())
+@settings(max_examples=150, deadline=None)
+def test_ledger_fields_match_what_was_appended(entries, per_ledger, data) -> None:
+    """Each entry's fields, read one by one or as a column slice, are what its append wrote,
+    across ledger rollovers."""
+    ml = ManagedLedger("t", LedgerIds(), per_ledger)
+    written = {}
+    for size, publish_ns, key, batch, deliver_at_ms in entries:
+        pos = ml.append(size, publish_ns, key, batch, deliver_at_ms)
+        written[pos] = {
+            SIZE: size,
+            PUBLISH_NS: publish_ns,
+            KEY: key,
+            BATCH: batch,
+            DELIVER_AT_MS: deliver_at_ms,
+        }
+    assert ml.entry_count() == len(entries)
+    for (ledger_id, entry_id), fields in written.items():
+        ledger = ml.ledgers[ledger_id]
+        for field, value in fields.items():
+            assert ledger.field(entry_id, field) == value
+    for ledger_id in ml.ledger_ids():
+        ledger = ml.ledgers[ledger_id]
+        n = len(ledger)
+        assert n <= per_ledger
+        if n == 0:
+            continue
+        first = data.draw(st.integers(0, n - 1))
+        stop = data.draw(st.integers(first + 1, n))
+        field = data.draw(st.sampled_from([SIZE, PUBLISH_NS, KEY, BATCH, DELIVER_AT_MS]))
+        expected = [written[(ledger_id, e)][field] for e in range(first, stop)]
+        assert ledger.column(field, first, stop) == expected
 
 
 def test_rollover_and_next_position() -> None:

@@ -17,7 +17,7 @@ from brokerlab.broker.cursor import Cursor
 from brokerlab.broker.dedup import DEDUP_CURSOR, Deduplication
 from brokerlab.broker.dispatcher import Dispatcher, count_foreign_tick_changes
 from brokerlab.broker.events import EventLoop
-from brokerlab.broker.ledger import LedgerIds, ManagedLedger
+from brokerlab.broker.ledger import BATCH, LedgerIds, ManagedLedger
 from brokerlab.broker.streams import stream
 from brokerlab.protocols import (
     AckStatePersister,
@@ -690,7 +690,7 @@ class Broker:
         claimed.restore(recovered)
         lost = 0
         for pos in _positions_claimed_beyond(claimed, truth):
-            lost += truth.ledger.ledgers[pos[0]].batch[pos[1]]
+            lost += truth.ledger.ledgers[pos[0]].field(pos[1], BATCH)
         self.counters.lost += lost
         # Added to, not replaced: an ack an earlier restart forgot is not in ``truth`` (the state
         # that restart recovered) and, until its entry goes out again, still owes its count.
@@ -754,7 +754,7 @@ def _unacked_messages(cursor: Cursor) -> int:
         if cursor.is_acked(*pos):
             continue
         ack = partial.get(pos)
-        unacked += ledgers[pos[0]].batch[pos[1]] if ack is None else ack.unacked.bit_count()
+        unacked += ledgers[pos[0]].field(pos[1], BATCH) if ack is None else ack.unacked.bit_count()
     return unacked
 
 

@@ -11,7 +11,7 @@ from itertools import repeat
 from operator import itemgetter
 
 from brokerlab.broker.consumer import Delivery
-from brokerlab.broker.ledger import ManagedLedger
+from brokerlab.broker.ledger import BATCH, ManagedLedger
 from brokerlab.protocols import BatchAck, Position, RecoveredAckState
 
 __all__ = ["Cursor", "runs"]
@@ -202,7 +202,7 @@ class Cursor:
 
     def batch_size(self, position: Position) -> int:
         """Messages in the entry at ``position``."""
-        return self.ledger.ledgers[position[0]].batch[position[1]]
+        return self.ledger.ledgers[position[0]].field(position[1], BATCH)
 
     def unacked_index(self, position: Position, nth: int) -> int:
         """The mask of the ``nth`` (from 0) index of a batch entry not acknowledged yet.

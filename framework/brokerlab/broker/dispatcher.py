@@ -21,7 +21,7 @@ import numpy as np
 
 from brokerlab.broker.consumer import Consumer
 from brokerlab.broker.cursor import Cursor
-from brokerlab.broker.ledger import NO_KEY
+from brokerlab.broker.ledger import BATCH, DELIVER_AT_MS, FIELDS, KEY, NO_KEY, PUBLISH_NS, SIZE
 from brokerlab.broker.replay import ReplayQueue
 from brokerlab.broker.streams import stream
 from brokerlab.protocols import (
@@ -249,7 +249,7 @@ class Dispatcher:
         if ledger_id != ml.current_id:
             ledger_id, first = ml.normalize((ledger_id, first))
         ledger = ml.ledgers[ledger_id]
-        end = len(ledger.sizes)
+        end = len(ledger)
         acked = cursor.acked.get(ledger_id)
         if acked is not None:
             # The cursor skips acknowledged entries at the start of a read, as Pulsar's does.
@@ -265,7 +265,7 @@ class Dispatcher:
             # The longest run whose messages fit the permits, one entry at least: a bisection of
             # the running sums (ascending: every entry holds a message) rather than a Python loop
             # over up to dispatcherMaxReadBatchSize entries.
-            fits = bisect_right(list(accumulate(ledger.batch[first:stop])), budget)
+            fits = bisect_right(list(accumulate(ledger.column(BATCH, first, stop))), budget)
             last = first + max(fits, 1) - 1
         self._fetch(ledger_id, first, last)
         read_position = cursor.read_position = (ledger_id, last + 1)
@@ -283,13 +283,14 @@ class Dispatcher:
         topic = self.topic_name
         misses = cache.read(topic, ledger_id, first, last, self.cursor.name)
         if misses:
-            sizes = self.topic.ledger.ledgers[ledger_id].sizes
+            ledger = self.topic.ledger.ledgers[ledger_id]
             if len(misses) == last - first + 1:
                 # Every entry missed: misses are ids of first..last in order (the protocol's
                 # promise), so a slice gives their sizes.
-                miss_sizes = sizes[first : last + 1]
+                miss_sizes = ledger.column(SIZE, first, last + 1)
             else:
-                miss_sizes = [sizes[e] for e in misses]
+                fields = ledger.fields
+                miss_sizes = [fields[e * FIELDS + SIZE] for e in misses]
             counters = self.broker.counters
             counters.storage_entries_read += len(misses)
             counters.storage_bytes_read += sum(miss_sizes)
@@ -347,11 +348,8 @@ class Dispatcher:
         counters = broker.counters
         released = self._released
         topic = self.topic_name
-        deliver_at_ms = ledger.deliver_at_ms
+        fields = ledger.fields
         tracker = self.tracker
-        batch = ledger.batch
-        keys = ledger.keys
-        publish_ns = ledger.publish_ns
         key_shared = self._key_shared
         shared = self._shared
         consumers = self.connected
@@ -380,7 +378,8 @@ class Dispatcher:
                 if replayed:
                     replay.discard(pos)
                 continue
-            deliver_at = deliver_at_ms[entry_id]
+            base = entry_id * FIELDS
+            deliver_at = fields[base + DELIVER_AT_MS]
             if new and tracker is not None and (deliver_at or tracking):
                 # As Pulsar's dispatcher: once a delayed message reached the tracker, every new
                 # message goes through ``addMessage``, the ones without a deliver-at time (-1) or
@@ -392,14 +391,14 @@ class Dispatcher:
                     counters.delayed_messages += 1
                     self.delayed_outstanding[pos] = self.delayed_outstanding.get(pos, 0) + 1
                     continue
-            messages = batch[entry_id]
+            messages = fields[base + BATCH]
             if partial_acks:
                 partial = partial_acks.get(pos)
                 if partial is not None:
                     # A partly acknowledged batch goes out with its ackSet and the client skips
                     # the acked indexes (ack-state.md §6.2): only the others are delivered.
                     messages = partial.unacked.bit_count()
-            key = keys[entry_id]
+            key = fields[base + KEY]
             # A consumer with any permit left takes a whole entry, as in Pulsar, whose permits go
             # negative then: a batch larger than what is left must not wait (nor starve when it
             # is larger than the receiver queue).
@@ -422,7 +421,7 @@ class Dispatcher:
             if replayed and replay.discard(pos):
                 counters.redelivered += messages
             target.permits -= messages
-            target.queue.append((pos, messages, publish_ns[entry_id], key))
+            target.queue.append((pos, messages, fields[base + PUBLISH_NS], key))
             target.pending[pos] = messages
             delivered += messages
             if restart_acked and pos in restart_acked:
@@ -467,7 +466,7 @@ class Dispatcher:
         ledgers = self.topic.ledger.ledgers
         for pos in positions:
             if not cursor.is_acked(*pos):
-                self._queue(pos, ledgers[pos[0]].keys[pos[1]], redelivery=True)
+                self._queue(pos, ledgers[pos[0]].field(pos[1], KEY), redelivery=True)
 
     # ---- delayed-delivery checks ----------------------------------------------------------------
 
@@ -489,7 +488,7 @@ class Dispatcher:
                 del outstanding[pos]
             else:
                 outstanding[pos] = left - 1
-            earliness = ledgers[pos[0]].deliver_at_ms[pos[1]] - allowance - now_ms
+            earliness = ledgers[pos[0]].field(pos[1], DELIVER_AT_MS) - allowance - now_ms
             if earliness > 0:
                 counters.delayed_early_deliveries += 1
                 counters.delayed_max_earliness_ms = max(

@@ -1,20 +1,42 @@
 """A topic's managed ledger: a sequence of ledgers holding entries, with rollover.
 
-Entries are stored column-wise (one list per attribute per ledger) so that appending and reading
-create no per-entry objects. A position is ``(ledger_id, entry_id)``.
+A ledger keeps its entries' fields in one flat list of ints (entry ``e``'s field ``f`` at
+``e * FIELDS + f``): appending and reading create no per-entry objects, and an entry's fields share
+one list. Columns would be five lists whose ends an append touches; with 10,000 topics publishing
+in turn those are five cache misses where one list costs one. A position is
+``(ledger_id, entry_id)``.
 """
 
 from __future__ import annotations
 
 import bisect
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from typing import Final
 
 from brokerlab.protocols import Position
 
-__all__ = ["Ledger", "LedgerIds", "ManagedLedger"]
+__all__ = [
+    "BATCH",
+    "DELIVER_AT_MS",
+    "FIELDS",
+    "KEY",
+    "PUBLISH_NS",
+    "SIZE",
+    "Ledger",
+    "LedgerIds",
+    "ManagedLedger",
+]
 
 NO_KEY = -1
+
+# An entry's fields, in the order they are stored. ``DELIVER_AT_MS`` is 0 for a message without
+# delay; ``BATCH`` is the number of messages in the entry.
+SIZE: Final = 0
+PUBLISH_NS: Final = 1
+KEY: Final = 2
+BATCH: Final = 3
+DELIVER_AT_MS: Final = 4
+FIELDS: Final = 5
 
 
 class LedgerIds:
@@ -29,19 +51,28 @@ class LedgerIds:
         return value
 
 
-@dataclass(slots=True)
 class Ledger:
-    """One ledger's entries, column-wise. ``deliver_at_ms`` is 0 for a message without delay."""
+    """One ledger's entries: ``fields[entry_id * FIELDS + field]``."""
 
-    ledger_id: int
-    sizes: list[int] = field(default_factory=list)
-    publish_ns: list[int] = field(default_factory=list)
-    keys: list[int] = field(default_factory=list)
-    batch: list[int] = field(default_factory=list)
-    deliver_at_ms: list[int] = field(default_factory=list)
+    __slots__ = ("fields", "ledger_id")
+
+    def __init__(self, ledger_id: int) -> None:
+        self.ledger_id = ledger_id
+        self.fields: list[int] = []
 
     def __len__(self) -> int:
-        return len(self.sizes)
+        return len(self.fields) // FIELDS
+
+    def field(self, entry_id: int, field: int) -> int:
+        """One field of one entry."""
+        return self.fields[entry_id * FIELDS + field]
+
+    def column(self, field: int, first: int, stop: int) -> list[int]:
+        """``field`` of entries ``first`` to ``stop - 1``."""
+        if stop - first == 1:
+            # A one-entry read (a tail reader's usual one): an extended slice costs ten times more.
+            return [self.fields[first * FIELDS + field]]
+        return self.fields[first * FIELDS + field : stop * FIELDS : FIELDS]
 
 
 class ManagedLedger:
@@ -91,14 +122,15 @@ class ManagedLedger:
     ) -> Position:
         """Persist one entry; returns its position."""
         ledger = self.current
-        if len(ledger.sizes) >= self.max_entries_per_ledger:
+        fields = ledger.fields
+        entry_id = len(fields) // FIELDS
+        if entry_id >= self.max_entries_per_ledger:
             ledger = self._open_new_ledger()
-        ledger.sizes.append(size)
-        ledger.publish_ns.append(publish_ns)
-        ledger.keys.append(key)
-        ledger.batch.append(batch)
-        ledger.deliver_at_ms.append(deliver_at_ms)
-        return (ledger.ledger_id, len(ledger.sizes) - 1)
+            fields = ledger.fields
+            entry_id = 0
+        # In the order of the field constants.
+        fields.extend((size, publish_ns, key, batch, deliver_at_ms))
+        return (ledger.ledger_id, entry_id)
 
     # ---- positions ---------------------------------------------------------------------------
 
@@ -111,7 +143,7 @@ class ManagedLedger:
     def last_position(self) -> Position:
         """The last persisted entry, or ``(current ledger, -1)`` when it holds none yet."""
         ledger = self.current
-        return (ledger.ledger_id, len(ledger.sizes) - 1)
+        return (ledger.ledger_id, len(ledger) - 1)
 
     def next_position(self, position: Position) -> Position:
         """The position after ``position``; at the end of a closed ledger, entry 0 of the next one.
@@ -120,14 +152,14 @@ class ManagedLedger:
         that append rolls the ledger over (:meth:`normalize` fixes that up when it happens).
         """
         ledger_id, entry_id = position
-        if entry_id + 1 < len(self.ledgers[ledger_id].sizes) or ledger_id == self.current_id:
+        if entry_id + 1 < len(self.ledgers[ledger_id]) or ledger_id == self.current_id:
             return (ledger_id, entry_id + 1)
         return (self._order[self._order.index(ledger_id) + 1], 0)
 
     def normalize(self, position: Position) -> Position:
         """Move a read position that points past the end of a closed ledger to the next ledger."""
         ledger_id, entry_id = position
-        if ledger_id != self.current_id and entry_id >= len(self.ledgers[ledger_id].sizes):
+        if ledger_id != self.current_id and entry_id >= len(self.ledgers[ledger_id]):
             return (self._order[self._order.index(ledger_id) + 1], 0)
         return position
 
@@ -140,11 +172,11 @@ class ManagedLedger:
     def entries_after(self, position: Position) -> int:
         """How many persisted entries come after ``position``."""
         ledger = self.current
-        total = self._first_index[-1] + len(ledger.sizes)
+        total = self._first_index[-1] + len(ledger)
         return total - self.index_of(position) - 1
 
     def entry_count(self) -> int:
-        return self._first_index[-1] + len(self.current.sizes)
+        return self._first_index[-1] + len(self.current)
 
     def ledger_ids(self) -> Iterator[int]:
         return iter(self._order)
