@@ -191,6 +191,25 @@ class _Publisher:
         loop.at(block.times_ns[i], self._publish)
 
 
+class _ProcessQueue:
+    """``broker._process(dispatcher, consumer)`` as a callback: the consumer takes what it holds.
+
+    A ``partial`` would do, as three objects (itself, its argument tuple, its keyword dict); this
+    is one. It runs on every dispatch, and with 10,000 topics taking turns each object it reads
+    is likely a cache miss.
+    """
+
+    __slots__ = ("broker", "consumer", "dispatcher")
+
+    def __init__(self, broker: Broker, dispatcher: Dispatcher, consumer: Consumer) -> None:
+        self.broker = broker
+        self.dispatcher = dispatcher
+        self.consumer = consumer
+
+    def __call__(self) -> None:
+        self.broker._process(self.dispatcher, self.consumer)
+
+
 class Broker:
     """One simulated broker serving the topics of a workload."""
 
@@ -213,6 +232,7 @@ class Broker:
         self._ledger_ids = LedgerIds()
         self._producer_names = 0
         self._end_ns = 0
+        self._policies: dict[ConsumerPolicy, ConsumerPolicy] = {}
 
     # ---- building -----------------------------------------------------------------------------
 
@@ -341,9 +361,12 @@ class Broker:
                 nack_probability=c_spec.nack_probability,
                 nack_delay_ns=c_spec.nack_redelivery_delay_ms * MS,
             )
+            # One object per distinct policy: every dispatch reads it, and 10,000 copies of
+            # one policy would each cost a cache miss.
+            policy = self._policies.setdefault(policy, policy)
             for k in range(c_spec.count):
                 consumer = Consumer(f"{name}/{c_spec.name}-{k}", index, policy, c_spec.group)
-                consumer.process = partial(self._process, dispatcher, consumer)
+                consumer.process = _ProcessQueue(self, dispatcher, consumer)
                 index += 1
                 dispatcher.consumers.append(consumer)
                 self.loop.at(
@@ -699,6 +722,7 @@ class Broker:
         forgotten = dispatcher.restart_forgotten
         for pos, count in _batch_indexes_forgotten(truth, recovered).items():
             forgotten[pos] = forgotten.get(pos, 0) + count
+        dispatcher.restart_owed = bool(dispatcher.restart_acked or dispatcher.restart_unacked)
 
     # ---- running ------------------------------------------------------------------------------
 

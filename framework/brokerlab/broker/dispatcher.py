@@ -78,6 +78,7 @@ class Dispatcher:
         "replay",
         "restart_acked",
         "restart_forgotten",
+        "restart_owed",
         "restart_unacked",
         "tick_seen",
         "topic",
@@ -114,6 +115,9 @@ class Dispatcher:
         # Acked indexes of a partly acknowledged batch whose bitset the restart lost: the entry
         # goes out whole again, so they count as redelivered after the restart (§6.2).
         self.restart_forgotten: dict[Position, int] = {}
+        # Whether either set above holds anything: one flag read per dispatch, so that a broker
+        # that never restarted does not look into its (cold) sets on every read.
+        self.restart_owed = False
         self.paused_since: int | None = None
         self.active = False
         self.waiting = False
@@ -356,6 +360,7 @@ class Dispatcher:
         # Exclusive and Failover hand everything to the first connected consumer.
         only = consumers[0] if consumers else None
         replay = self.replay
+        restart_owed = self.restart_owed
         restart_acked = self.restart_acked
         restart_unacked = self.restart_unacked
         restart_forgotten = self.restart_forgotten
@@ -424,19 +429,22 @@ class Dispatcher:
             target.queue.append((pos, messages, fields[base + PUBLISH_NS], key))
             target.pending[pos] = messages
             delivered += messages
-            if restart_acked and pos in restart_acked:
-                restart_acked.discard(pos)
-                counters.redelivered_after_restart += messages
-            elif restart_unacked and pos in restart_unacked:
-                restart_unacked.discard(pos)
-                forgotten = restart_forgotten.pop(pos, 0) if restart_forgotten else 0
-                counters.redelivered += messages - forgotten
-                counters.redelivered_after_restart += forgotten
+            if restart_owed:
+                if restart_acked and pos in restart_acked:
+                    restart_acked.discard(pos)
+                    counters.redelivered_after_restart += messages
+                elif restart_unacked and pos in restart_unacked:
+                    restart_unacked.discard(pos)
+                    forgotten = restart_forgotten.pop(pos, 0) if restart_forgotten else 0
+                    counters.redelivered += messages - forgotten
+                    counters.redelivered_after_restart += forgotten
             dispatched += 1
             if not target.busy:
                 broker.start_processing(self, target)
         # Nothing in the loop reads the counter: one addition instead of one per entry.
         counters.delivered += delivered
+        if restart_owed and not restart_acked and not restart_unacked:
+            self.restart_owed = False
         return dispatched
 
     def _next_shared(self, consumers: list[Consumer]) -> Consumer | None:
