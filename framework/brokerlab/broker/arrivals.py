@@ -24,8 +24,12 @@ __all__ = ["Backlog", "Block", "GroupArrivals"]
 
 NS = 1_000_000_000
 # About how many entries one window holds: large enough that numpy's per-call cost vanishes,
-# small enough that a window's lists stay a few MB.
+# small enough that a window's arrays stay a few MB.
 WINDOW_ENTRIES = 32_768
+# The most entries one block hands out as Python lists. A whole window as lists would be several
+# MB of int objects, crowding out of the processor's caches the state of the topics being
+# served; the window waits as numpy arrays (8 bytes a value) and is converted a block at a time.
+BLOCK_ENTRIES = 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,6 +74,10 @@ class GroupArrivals:
             self._key_p = None
         self._window_start = 0  # where the next window starts (Poisson)
         self._next_tick = 1  # the next constant-arrival instant, in intervals
+        # The current window's columns (times, topics, sizes, keys, delays) and how much of it
+        # the blocks handed out so far covered.
+        self._window: tuple[np.ndarray, ...] = ()
+        self._handed_out = 0
 
     @property
     def interval_ns(self) -> int:
@@ -84,7 +92,28 @@ class GroupArrivals:
         return Backlog(sizes.tolist(), keys.tolist(), max(1, self.interval_ns))
 
     def next_block(self) -> Block | None:
-        """The next window's entries, or None once the producers have stopped."""
+        """The next entries (at most ``BLOCK_ENTRIES``), or None once the producers have stopped.
+
+        Blocks cut windows, never join them: the random draws are those of whole windows.
+        """
+        if not self._window or self._handed_out >= len(self._window[0]):
+            window = self._next_window()
+            if window is None:
+                return None
+            self._window, self._handed_out = window, 0
+        lo = self._handed_out
+        hi = self._handed_out = lo + BLOCK_ENTRIES
+        times, topics, sizes, keys, delays_ms = self._window
+        return Block(
+            times[lo:hi].tolist(),
+            topics[lo:hi].tolist(),
+            sizes[lo:hi].tolist(),
+            keys[lo:hi].tolist(),
+            delays_ms[lo:hi].tolist(),
+        )
+
+    def _next_window(self) -> tuple[np.ndarray, ...] | None:
+        """The next window's columns, drawn together, or None once the producers have stopped."""
         if self.entry_rate <= 0:
             return None
         window = (
@@ -94,13 +123,7 @@ class GroupArrivals:
             return None
         times, topics = window
         n = len(times)
-        return Block(
-            times.tolist(),
-            topics.tolist(),
-            self._entry_sizes(n).tolist(),
-            self._keys(n).tolist(),
-            self._delays_ms(n).tolist(),
-        )
+        return (times, topics, self._entry_sizes(n), self._keys(n), self._delays_ms(n))
 
     # ---- publish times ------------------------------------------------------------------------
 
