@@ -221,6 +221,9 @@ class Broker:
         self.loop = loop
         self.seed = seed
         self.cache = plugins.cache
+        # Called on every publish and acknowledgement: bound once, not looked up each time.
+        self._cache_insert = plugins.cache.insert
+        self._cursors_changed = plugins.cache.cursors_changed
         self.max_read_batch = tuning.max_read_batch
         self.delayed_strict = tuning.delayed_strict
         self.batch_index_acks = tuning.batch_index_acks
@@ -303,7 +306,7 @@ class Broker:
         counters = self.counters
         counters.published += batch
         counters.published_entries += 1
-        self.cache.insert(topic.name, pos, size)
+        self._cache_insert(topic.name, pos, size)
         for dispatcher in topic.dispatchers:
             if dispatcher.waiting:
                 dispatcher.waiting = False
@@ -601,7 +604,7 @@ class Broker:
             # Only a moved mark-delete concerns the container and the tracker.
             if self.tuning.track_mark_delete and dispatcher.active:
                 dispatcher.topic.cursors.update(cursor.name, cursor.md)
-                self.cache.cursors_changed(dispatcher.topic.name)
+                self._cursors_changed(dispatcher.topic_name)
             if dispatcher.tracker is not None:
                 dispatcher.tracker.mark_delete_moved(cursor.md)
         dispatcher.check_pause()

@@ -17,6 +17,10 @@ from brokerlab.protocols import BatchAck, Position, RecoveredAckState
 __all__ = ["Cursor", "runs"]
 
 
+_NO_PROPERTIES: Mapping[str, int] = {}
+"""The mark-delete properties of every cursor (the model sets none); shared and read-only."""
+
+
 def _at_or_before(a: Position, b: Position) -> bool:
     """``a <= b`` for positions, field by field: compiled, the tuple operator would first box
     both pairs into new tuples (the cursor compares positions on every acknowledgement)."""
@@ -88,7 +92,7 @@ class Cursor:
         return self._properties
 
     def mark_delete_properties(self) -> Mapping[str, int]:
-        return {}
+        return _NO_PROPERTIES
 
     # ---- queries -----------------------------------------------------------------------------
 

@@ -54,7 +54,8 @@ class Dispatcher:
     # Slots, not a __dict__: one memory access less per attribute, which shows when 10,000
     # dispatchers take turns and none of them stays in the processor's caches.
     __slots__ = (
-        "_cache",
+        "_cache_read",
+        "_cursors_changed",
         "_key_shared",
         "_multi",
         "_new_tracker",
@@ -63,6 +64,7 @@ class Dispatcher:
         "_rng",
         "_rr",
         "_shared",
+        "_storage_read",
         "_tracks_read",
         "active",
         "broker",
@@ -122,10 +124,12 @@ class Dispatcher:
         self.restart_owed = False
         self.paused_since: int | None = None
         self.topic_name = topic.name
-        self._cache = broker.cache
-        # Bound once: a dispatch of one entry (a quiet topic's usual read) would otherwise build
-        # the bound method on every call.
+        # The cache's methods a read calls, bound once: a read of one entry (a quiet topic's
+        # usual read) would otherwise look each one up on every call.
+        self._cache_read = broker.cache.read
+        self._storage_read = broker.cache.storage_read
         self._released = broker.cache.released
+        self._cursors_changed = broker.cache.cursors_changed
         # The rest is read less often.
         self.name = name
         self.kind = kind
@@ -255,7 +259,7 @@ class Dispatcher:
         ledger_id, first = cursor.read_position
         if ledger_id != ml.current_id:
             ledger_id, first = ml.normalize((ledger_id, first))
-        ledger = ml.ledgers[ledger_id]
+        ledger = ml.ledger(ledger_id)
         end = len(ledger)
         acked = cursor.acked.get(ledger_id)
         if acked is not None:
@@ -280,17 +284,16 @@ class Dispatcher:
             self.waiting = True
         if self.active and self._tracks_read:
             self.topic.cursors.update(cursor.name, read_position)
-            self._cache.cursors_changed(self.topic_name)
+            self._cursors_changed(self.topic_name)
         self._dispatch_range(ledger_id, first, last, NEW)
         return True
 
     def _fetch(self, ledger_id: int, first: int, last: int) -> None:
         """Read ``first..last`` of one ledger through the cache, counting storage reads."""
-        cache = self._cache
         topic = self.topic_name
-        misses = cache.read(topic, ledger_id, first, last, self.cursor.name)
+        misses = self._cache_read(topic, ledger_id, first, last, self.cursor.name)
         if misses:
-            ledger = self.topic.ledger.ledgers[ledger_id]
+            ledger = self.topic.ledger.ledger(ledger_id)
             if len(misses) == last - first + 1:
                 # Every entry missed: misses are ids of first..last in order (the protocol's
                 # promise), so a slice gives their sizes.
@@ -301,7 +304,7 @@ class Dispatcher:
             counters = self.broker.counters
             counters.storage_entries_read += len(misses)
             counters.storage_bytes_read += sum(miss_sizes)
-            cache.storage_read(topic, ledger_id, misses, miss_sizes, self.cursor.name)
+            self._storage_read(topic, ledger_id, misses, miss_sizes, self.cursor.name)
 
     def _read_replay(self, limit: int) -> bool:
         """Read the lowest replay positions a consumer can take now; whether any was dispatched.
@@ -343,7 +346,7 @@ class Dispatcher:
 
     def _dispatch_range(self, ledger_id: int, first: int, last: int, source: int) -> int:
         """Hand entries ``first..last`` to consumers; returns how many were dispatched."""
-        ledger = self.topic.ledger.ledgers[ledger_id]
+        ledger = self.topic.ledger.ledger(ledger_id)
         cursor = self.cursor
         acked = cursor.acked.get(ledger_id)
         # ``(ledger_id, entry_id) <= cursor.md`` as one int comparison: the ledger is fixed here.

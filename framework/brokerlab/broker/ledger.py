@@ -132,6 +132,12 @@ class ManagedLedger:
         fields.extend((size, publish_ns, key, batch, deliver_at_ms))
         return (ledger.ledger_id, entry_id)
 
+    def ledger(self, ledger_id: int) -> Ledger:
+        """The ledger ``ledger_id``; the open one without a lookup (a tail reader's every read)."""
+        if ledger_id == self.current_id:
+            return self.current
+        return self.ledgers[ledger_id]
+
     # ---- positions ---------------------------------------------------------------------------
 
     @property

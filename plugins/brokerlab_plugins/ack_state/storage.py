@@ -162,8 +162,9 @@ class CursorStorage:
 
     # ---- writes -------------------------------------------------------------------------------
 
-    def persist(self, entry: Encoded) -> PersistOutcome:
-        """Append ``entry``, creating a ledger first if needed; if oversize, write the node."""
+    def persist(self, entry: Encoded, now_ns: int) -> PersistOutcome:
+        """Append ``entry`` at ``now_ns``, creating a ledger first if needed; if oversize, write
+        the node."""
         spent = 0
         to_store = False
         if self._mode != "open":
@@ -178,7 +179,7 @@ class CursorStorage:
             return _landed(node, spent + node.bytes, True)
         spent += self._append(entry)
         if self._entries - 1 >= self._max_entries or (
-            self._rollover_ns > 0 and self._clock.now_ns() - self._created_ns >= self._rollover_ns
+            self._rollover_ns > 0 and now_ns - self._created_ns >= self._rollover_ns
         ):
             spent += self._switch(entry)
             self.rollovers += 1

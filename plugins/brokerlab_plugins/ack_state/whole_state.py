@@ -91,13 +91,14 @@ class WholeStatePersister:
         return self._outcome(snap, self.storage.open(self.encoder.entry(snap)))
 
     def acked(self, state: AckState, changed_ledgers: Sequence[int]) -> PersistOutcome | None:
-        if self._limiter.try_acquire(self._clock.now_ns()):
-            return self._persist(state)
+        now = self._clock.now_ns()
+        if self._limiter.try_acquire(now):
+            return self._persist(state, now)
         self._dirty = True  # the periodic flush writes it
         return None
 
     def flush(self, state: AckState) -> PersistOutcome | None:
-        return self._persist(state) if self._dirty else None
+        return self._persist(state, self._clock.now_ns()) if self._dirty else None
 
     def close(self, state: AckState) -> PersistOutcome | None:
         snap = Snapshot.of(state)
@@ -149,9 +150,9 @@ class WholeStatePersister:
 
     # ---- internals ----------------------------------------------------------------------------
 
-    def _persist(self, state: AckState) -> PersistOutcome:
+    def _persist(self, state: AckState, now_ns: int) -> PersistOutcome:
         snap = Snapshot.of(state)
-        return self._outcome(snap, self.storage.persist(self.encoder.entry(snap)))
+        return self._outcome(snap, self.storage.persist(self.encoder.entry(snap), now_ns))
 
     def _outcome(self, snap: Snapshot, outcome: PersistOutcome) -> PersistOutcome:
         """Account one successful write: changed bytes since the previous one, dirtiness."""
