@@ -417,7 +417,7 @@ class RecoveredAckState:
     subscription_properties: Mapping[str, str] = field(default_factory=dict)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class PersistOutcome:
     """One cursor-storage write, for metrics: bytes written and what had to be left out."""
 

@@ -14,6 +14,7 @@ times are uniform in the window, which is the same process as exponential gaps.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Final
 
 import numpy as np
 
@@ -22,14 +23,14 @@ from brokerlab.workloads.model import TopicSpec
 
 __all__ = ["Backlog", "Block", "GroupArrivals"]
 
-NS = 1_000_000_000
+NS: Final = 1_000_000_000
 # About how many entries one window holds: large enough that numpy's per-call cost vanishes,
 # small enough that a window's arrays stay a few MB.
-WINDOW_ENTRIES = 32_768
+WINDOW_ENTRIES: Final = 32_768
 # The most entries one block hands out as Python lists. A whole window as lists would be several
 # MB of int objects, crowding out of the processor's caches the state of the topics being
 # served; the window waits as numpy arrays (8 bytes a value) and is converted a block at a time.
-BLOCK_ENTRIES = 1024
+BLOCK_ENTRIES: Final = 1024
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, fields
 from functools import partial
-from typing import Any
+from typing import Any, Final
 
 from brokerlab.broker.arrivals import Backlog, Block, GroupArrivals
 from brokerlab.broker.consumer import Consumer, ConsumerPolicy, Delivery
@@ -33,11 +33,11 @@ from brokerlab.workloads.model import SubscriptionSpec, TopicSpec, WorkloadSpec
 
 __all__ = ["Broker", "BrokerPlugins", "BrokerTuning", "Counters", "Topic"]
 
-NS = 1_000_000_000
-MS = 1_000_000
+NS: Final = 1_000_000_000
+MS: Final = 1_000_000
 # Pulsar's statsUpdateFrequencyInSecs: how often cursors are re-checked for being active.
-STATS_INTERVAL_NS = 60 * NS
-SAMPLE_INTERVAL_NS = NS
+STATS_INTERVAL_NS: Final = 60 * NS
+SAMPLE_INTERVAL_NS: Final = NS
 
 
 @dataclass(slots=True)
@@ -500,7 +500,6 @@ class Broker:
             # The common case: every entry is acknowledged individually. _settle_each's loop
             # without its branches, counting into locals (nothing reads the counters meanwhile).
             hist = self.latency_ms
-            hist_get = hist.get
             per_message_ns = consumer.per_message_ns
             done_messages = 0
             pending_pop = consumer.pending.pop
@@ -511,7 +510,8 @@ class Broker:
                 else:
                     # The same value as the float expression, which is exact below 2**53 ns.
                     latency = (start - publish_ns) // MS
-                hist[latency] = hist_get(latency, 0) + messages
+                # ``hist.get`` unbound: compiled, it is a C primitive, a bound copy a Python call.
+                hist[latency] = hist.get(latency, 0) + messages
                 pending_pop(pos, None)
             # The acknowledgements in the same order; the pending set and the histogram above do
             # not depend on them.
@@ -557,12 +557,11 @@ class Broker:
             draws = dispatcher.rng.random(len(chunk)).tolist()
         cumulative_to: Position | None = None
         done_messages = 0
-        hist_get = hist.get
         cumulative = policy.cumulative
         for i, (pos, messages, publish_ns, _key) in enumerate(chunk):
             done_messages += messages
             latency = int((start + done_messages * per_message_ns - publish_ns) // MS)
-            hist[latency] = hist_get(latency, 0) + messages
+            hist[latency] = hist.get(latency, 0) + messages
             if draws is not None and draws[i] < p_drop:
                 if draws[i] < p_nack:
                     nacked.append(pos)  # still pending until the client asks for it again

@@ -5,14 +5,15 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Final
 
 from brokerlab.protocols import Position
 
 __all__ = ["ACK_GROUP_NS", "Consumer", "ConsumerPolicy", "Delivery"]
 
-NS = 1_000_000_000
+NS: Final = 1_000_000_000
 # The Pulsar client groups acknowledgements for 100 ms (acknowledgementsGroupTimeMicros).
-ACK_GROUP_NS = 100_000_000
+ACK_GROUP_NS: Final = 100_000_000
 
 Delivery = tuple[Position, int, int, int]
 """A dispatched entry in a receiver queue: ``(position, messages, publish_ns, key)``.

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from itertools import repeat
 from operator import itemgetter
+from typing import Final
 
 from brokerlab.broker.consumer import Delivery
 from brokerlab.broker.ledger import BATCH, ManagedLedger
@@ -17,7 +18,7 @@ from brokerlab.protocols import BatchAck, Position, RecoveredAckState
 __all__ = ["Cursor", "runs"]
 
 
-_NO_PROPERTIES: Mapping[str, int] = {}
+_NO_PROPERTIES: Final[Mapping[str, int]] = {}
 """The mark-delete properties of every cursor (the model sets none); shared and read-only."""
 
 

@@ -26,13 +26,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from itertools import islice
+from typing import Final
 
 from brokerlab.broker.ledger import ManagedLedger
 from brokerlab.protocols import AckStatePersister, BatchAck, PersistOutcome, Position
 
 __all__ = ["DEDUP_CURSOR", "DedupCursor", "Deduplication"]
 
-DEDUP_CURSOR = "pulsar.dedup"
+DEDUP_CURSOR: Final = "pulsar.dedup"
 
 
 class DedupCursor:

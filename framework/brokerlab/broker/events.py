@@ -2,15 +2,21 @@
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Callable
-from heapq import heappop, heappush
+from typing import Any, Final
 
 __all__ = ["EPOCH_MS", "Callback", "EventLoop", "Timer"]
 
 # Epoch time at simulated time zero; fixed so that runs do not depend on the wall clock.
-EPOCH_MS = 1_700_000_000_000
+EPOCH_MS: Final = 1_700_000_000_000
 
 Callback = Callable[[], None]
+
+# Final: compiled, a Final module name is a constant; a name imported from heapq would be looked
+# up in the module's dict on every scheduled callback.
+_heappush: Final = heapq.heappush
+_heappop: Final = heapq.heappop
 
 
 class Timer:
@@ -81,10 +87,12 @@ class EventLoop:
         if when_ns <= self._now:
             self._soon.append(item)
             return
-        waiting = self._at.get(when_ns)
+        # Boxed once: compiled, each use of the machine integer below would box it again.
+        when: Any = when_ns
+        waiting = self._at.get(when)
         if waiting is None:
-            self._at[when_ns] = [item]
-            heappush(self._instants, when_ns)
+            self._at[when] = [item]
+            _heappush(self._instants, when)
         else:
             waiting.append(item)
 
@@ -134,7 +142,7 @@ class EventLoop:
                         soon.clear()
                         head = 0
                 elif instants and instants[0] <= end_ns:
-                    self._now = now = heappop(instants)
+                    self._now = now = _heappop(instants)
                     batch = at.pop(now)
                     index = 0
                     continue
@@ -155,7 +163,7 @@ class EventLoop:
             if index < len(batch):
                 # A callback raised: what remains of its instant stays scheduled.
                 at[now] = batch[index:]
-                heappush(instants, now)
+                _heappush(instants, now)
         self._now = max(self._now, end_ns)
 
 

@@ -27,7 +27,7 @@ __all__ = [
     "ManagedLedger",
 ]
 
-NO_KEY = -1
+NO_KEY: Final = -1
 
 # An entry's fields, in the order they are stored. ``DELIVER_AT_MS`` is 0 for a message without
 # delay; ``BATCH`` is the number of messages in the entry.

@@ -8,9 +8,11 @@ only marks the cursor dirty, and the periodic flush writes dirty cursors.
 
 from __future__ import annotations
 
+from typing import Final
+
 __all__ = ["MarkDeleteRateLimiter"]
 
-NS = 1_000_000_000
+NS: Final = 1_000_000_000
 
 
 class MarkDeleteRateLimiter:

@@ -7,6 +7,7 @@ long-array path falls back to it when its map is empty. Only the choice of what 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Final
 
 from brokerlab.protocols import BatchAck, Position
 from brokerlab_plugins.ack_state.shapes import Snapshot
@@ -19,7 +20,7 @@ from brokerlab_plugins.ack_state.wire_size import (
 
 __all__ = ["range_entry", "range_node"]
 
-STATE_IN_NODE = -1
+STATE_IN_NODE: Final = -1
 """``cursorsLedgerId`` of a node that carries the state itself."""
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
+from typing import Final
 
 from brokerlab.protocols import (
     AckState,
@@ -39,7 +40,7 @@ from brokerlab_plugins.ack_state.wire_size import (
 
 __all__ = ["MARKER_PROPERTY", "SplitAckPersister", "marker_bytes", "new_pip81_persister"]
 
-MARKER_PROPERTY = "pulsar.pip81.marker"
+MARKER_PROPERTY: Final = "pulsar.pip81.marker"
 """The LongProperty that marks a marker entry (so the wire protocol is unchanged)."""
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any
+from typing import Any, Final
 
 from brokerlab.protocols import AckState, BatchAck, Position, RecoveredAckState
 from brokerlab_plugins.ack_state.wire_size import (
@@ -25,7 +25,7 @@ __all__ = ["LedgerState", "Snapshot", "by_ledger", "ledger_words", "recovered"]
 
 Range = tuple[Position, Position]
 
-_NOTHING: Mapping[Any, Any] = {}
+_NOTHING: Final[Mapping[Any, Any]] = {}
 """The one empty mapping every snapshot shares for a part the state does not have (most writes
 have no batch bitsets and no properties). Snapshot parts are read-only (typed ``Mapping``), so
 sharing is safe; a copy per write would be kept until the next write and then freed, by then out
@@ -139,13 +139,15 @@ class Snapshot:
         """The subscription properties (StringProperty list), in the metadata store only."""
         self._ledgers: Mapping[int, LedgerState] | None = None
 
-    @classmethod
-    def of(cls, state: AckState) -> Snapshot:
+    @staticmethod
+    def of(state: AckState) -> Snapshot:
         """Copy the live state (the broker mutates its own containers after the write)."""
         batches = state.batch_acks()
         properties = state.mark_delete_properties()
         cursor_properties = state.subscription_properties()
-        return cls(
+        # Not a classmethod's ``cls(...)``: compiled, naming the class is a direct constructor
+        # call, ``cls`` a generic one, and every write takes a snapshot.
+        return Snapshot(
             state.mark_delete,
             tuple(state.acked_ranges()),
             dict(batches) if batches else _NOTHING,

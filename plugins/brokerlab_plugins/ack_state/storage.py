@@ -18,15 +18,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
-from typing import Literal, Protocol
+from typing import Final, Literal, Protocol
 
 from brokerlab.protocols import BatchAck, Clock, PersistOutcome, Position, RecoveredAckState
 from brokerlab_plugins.ack_state.shapes import Range, Snapshot, recovered
 
 __all__ = ["CursorStorage", "Encoded", "MetadataNodes"]
 
-NS = 1_000_000_000
-FIRST_CURSOR_LEDGER = 1_000_000
+NS: Final = 1_000_000_000
+FIRST_CURSOR_LEDGER: Final = 1_000_000
 
 
 Written = tuple[Position, Sequence[Range], Mapping[Position, BatchAck], Mapping[str, int]]
@@ -88,7 +88,7 @@ class MetadataNodes(Protocol):
         """Size of the node pointing at the new cursor ledger ``ledger_id`` (no ranges)."""
 
 
-_OUTCOMES_KEPT = 4096
+_OUTCOMES_KEPT: Final = 4096
 _outcomes: dict[tuple[int, int, int, bool], PersistOutcome] = {}
 """``PersistOutcome(bytes, persisted, dropped, to_store)``, one shared instance per value.
 

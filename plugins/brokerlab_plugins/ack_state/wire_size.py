@@ -13,6 +13,7 @@ fields are not packed, so each value costs its own tag. Two messages carry the s
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from typing import Final
 
 from brokerlab.protocols import BatchAck, Position
 
@@ -36,10 +37,10 @@ __all__ = [
     "word_bytes",
 ]
 
-FRAME_PADDING = 10 * 1024
+FRAME_PADDING: Final = 10 * 1024
 """BookKeeper's frame limit is ``maxMessageSize`` plus this padding (``nettyMaxFrameSizeBytes``)."""
 
-_WORD = 0xFFFF_FFFF_FFFF_FFFF
+_WORD: Final = 0xFFFF_FFFF_FFFF_FFFF
 
 
 def varint_size(value: int) -> int:

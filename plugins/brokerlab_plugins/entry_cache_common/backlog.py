@@ -9,13 +9,13 @@ position of its latest read and the ends of the ledgers the cache has seen.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Final
 
 from brokerlab.protocols import Clock
 
 __all__ = ["BacklogCaching"]
 
-CHECK_INTERVAL_NS = 60 * 1_000_000_000
+CHECK_INTERVAL_NS: Final = 60 * 1_000_000_000
 """Pulsar runs the check with the stats update, ``statsUpdateFrequencyInSecs`` = 60."""
 
 

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 __all__ = ["EVICTION_TRIGGER_FRACTION", "CacheLimits"]
 
-EVICTION_TRIGGER_FRACTION = 0.98
+EVICTION_TRIGGER_FRACTION: Final = 0.98
 """Pulsar's hard-coded ``evictionTriggerThresholdPercent`` (spec §1.5, §6)."""
 
-_MS = 1_000_000
+_MS: Final = 1_000_000
 
 
 @dataclass(frozen=True, slots=True)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from heapq import heapify, heappop, heappush
+from typing import Final
 
 from brokerlab.protocols import CursorContainer, Position
 
@@ -11,9 +12,9 @@ __all__ = ["LedgerCache", "key_of", "position_of"]
 # A position as one int that orders exactly as the (ledger_id, entry_id) tuple does: ints hash
 # and compare several times faster than tuples, and every insert and read builds one key. The
 # offset keeps any Java ``long`` entry id (-1 included) within its ledger's 64-bit span.
-_ENTRY_BITS = 64
-_ENTRY_OFFSET = 1 << 63
-_ENTRY_MASK = (1 << _ENTRY_BITS) - 1
+_ENTRY_BITS: Final = 64
+_ENTRY_OFFSET: Final = 1 << 63
+_ENTRY_MASK: Final = (1 << _ENTRY_BITS) - 1
 
 
 def key_of(ledger_id: int, entry_id: int) -> int:

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Final
 
 from brokerlab_plugins.legacy_cache.ledger_cache import LedgerCache
 
 __all__ = ["PERCENT_OF_SIZE_TO_CONSIDER", "evict_proportionally"]
 
-PERCENT_OF_SIZE_TO_CONSIDER = 0.5
+PERCENT_OF_SIZE_TO_CONSIDER: Final = 0.5
 
 
 def evict_proportionally(caches: Iterable[LedgerCache], size_to_free: int) -> tuple[int, int]:

@@ -8,7 +8,7 @@ pass, any entry in a size pass.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Final
 
 from mypy_extensions import mypyc_attr
 
@@ -17,8 +17,8 @@ from brokerlab_plugins.pip430_cache.entry import CachedEntry
 
 __all__ = ["ExpectedReadsPredicate", "RecentlyAccessedPredicate", "StatelessPredicate"]
 
-_REQUEUE = EvictionDecision.REQUEUE
-_TIME = EvictionPass.TIME
+_REQUEUE: Final = EvictionDecision.REQUEUE
+_TIME: Final = EvictionPass.TIME
 
 
 @mypyc_attr(allow_interpreted_subclasses=True)

@@ -38,14 +38,14 @@ _TIME: Final = EvictionPass.TIME
 _SIZE: Final = EvictionPass.SIZE
 
 # Requeue reason -> counter; a requeue by any other predicate is not attributed.
-_REQUEUE_COUNTERS = {
+_REQUEUE_COUNTERS: Final = {
     "recently-accessed": "cache_requeues_accessed",
     "expected-reads": "cache_requeues_expected_reads",
 }
 # A pass counts requeues in a list by slot: one per counter, then one for the unattributed.
 _COUNTER_NAMES: Final = tuple(_REQUEUE_COUNTERS.values())
 _UNATTRIBUTED: Final = len(_COUNTER_NAMES)
-_SLOTS = {reason: slot for slot, reason in enumerate(_REQUEUE_COUNTERS)}
+_SLOTS: Final = {reason: slot for slot, reason in enumerate(_REQUEUE_COUNTERS)}
 
 
 class RemovalQueue:
