@@ -638,9 +638,14 @@ def test_matrix_master_that_cannot_start_is_one_clear_error(tmp_path: Path) -> N
 @pytest.mark.slow
 def test_matrix_ctrl_c_says_what_is_saved_and_how_to_resume(tmp_path: Path) -> None:
     out = tmp_path / "out"
-    # Cells of a few seconds each, one at a time: most are still to run at the first progress line.
-    longer = small_workload(tmp_path).read_text().replace("duration_s = 2", "duration_s = 300")
-    workload = write(tmp_path, "longer.toml", longer)
+    # Cells of a few seconds each (1.5 million deliveries), one at a time: most are still to run
+    # at the first progress line.
+    workload = write(
+        tmp_path,
+        "longer.toml",
+        'name = "longer"\nduration_s = 3000\n[[topics]]\nrate = 500\n'
+        "[[topics.subscriptions]]\nconsumers = [{ rate = 1000 }]\n",
+    )
     args = tiny_matrix(workload, str(out), "--seeds", "6", "--master", "local[1]", "--scale", "1")
     env = {k: v for k, v in os.environ.items() if not k.startswith("BROKERLAB_")}
     process = subprocess.Popen(
