@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Final
@@ -68,7 +67,10 @@ class Consumer:
         self.busy = False
         self.epoch = 0
         self.permits = 0
-        self.queue: deque[Delivery] = deque()
+        # The receiver queue, oldest first. A list, not a deque: appending and slicing are C
+        # operations when compiled, where a deque's methods are Python calls, and a queue holds
+        # at most a receiver queue's worth of entries.
+        self.queue: list[Delivery] = []
         self.pending: dict[Position, int] = {}
         # "Process what the receiver queue holds", bound once by the broker: an unlimited consumer
         # schedules it on every dispatch, which should not build a new callable each time.
