@@ -143,7 +143,9 @@ class EventLoop:
                         head = 0
                 elif instants and instants[0] <= end_ns:
                     self._now = now = _heappop(instants)
-                    batch = at.pop(now)
+                    # Indexing and del are C operations compiled; dict.pop is a method call.
+                    batch = at[now]
+                    del at[now]
                     index = 0
                     continue
                 else:

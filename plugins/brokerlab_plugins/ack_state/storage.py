@@ -29,10 +29,6 @@ NS: Final = 1_000_000_000
 FIRST_CURSOR_LEDGER: Final = 1_000_000
 
 
-Written = tuple[Position, Sequence[Range], Mapping[Position, BatchAck], Mapping[str, int]]
-"""A cursor-ledger entry as recovery reads it: mark-delete, ranges, batch bitsets, properties."""
-
-
 class Encoded:
     """One serialized write of a snapshot: what it keeps and its size.
 
@@ -67,15 +63,10 @@ class Encoded:
         return self.snap.mark_delete
 
     @property
-    def written(self) -> Written:
-        """What a restart can read back of this write, without the snapshot around it."""
-        snap = self.snap
-        return (snap.mark_delete, self.ranges, self.batches, snap.properties)
-
-    @property
     def durable(self) -> RecoveredAckState:
         """What a restart reads back (ranges clipped to after the mark-delete)."""
-        return recovered(*self.written)
+        snap = self.snap
+        return recovered(snap.mark_delete, self.ranges, self.batches, snap.properties)
 
 
 class MetadataNodes(Protocol):
@@ -96,16 +87,27 @@ An outcome is a frozen value and most writes repeat one of a few (an empty state
 follows the mark-delete's varint widths); sharing them skips the frozen dataclass __init__. A
 plain dict, not ``lru_cache``: the first few thousand values stay, and the lookup is one hash.
 """
+_plain_outcomes: dict[int, PersistOutcome] = {}
+"""The same for the usual write, one ledger entry with no ranges: keyed by its size alone, an int
+hashes in a fraction of the time a tuple takes."""
 
 
 def _landed(entry: Encoded, spent: int, to_store: bool) -> PersistOutcome:
     """A storage operation that made ``entry`` durable at a cost of ``spent`` bytes."""
-    key = (spent, entry.ranges_persisted, entry.ranges_dropped, to_store)
-    outcome = _outcomes.get(key)
+    persisted, dropped = entry.ranges_persisted, entry.ranges_dropped
+    plain = not to_store and not persisted and not dropped
+    outcome = (
+        _plain_outcomes.get(spent)
+        if plain
+        else _outcomes.get((spent, persisted, dropped, to_store))
+    )
     if outcome is None:
-        outcome = PersistOutcome(spent, entry.ranges_persisted, entry.ranges_dropped, to_store)
-        if len(_outcomes) < _OUTCOMES_KEPT:
-            _outcomes[key] = outcome
+        outcome = PersistOutcome(spent, persisted, dropped, to_store)
+        if plain:
+            if len(_plain_outcomes) < _OUTCOMES_KEPT:
+                _plain_outcomes[spent] = outcome
+        elif len(_outcomes) < _OUTCOMES_KEPT:
+            _outcomes[(spent, persisted, dropped, to_store)] = outcome
     return outcome
 
 
@@ -121,26 +123,31 @@ class CursorStorage:
         start: RecoveredAckState,
         nodes: MetadataNodes,
     ) -> None:
-        self._clock = clock
-        self._nodes = nodes
+        # What every write reads comes first (compiled, attributes are laid out in this order,
+        # and these then share two cache lines).
+        self._mode: Literal["open", "none", "readonly"] = "none"
         self.frame_limit = frame_limit
+        self._entries = 0
+        self.ledger_entries = 0
         self._max_entries = max_entries_per_ledger
         self._rollover_ns = rollover_seconds * NS
-        self._mode: Literal["open", "none", "readonly"] = "none"
-        self._ledger_id = FIRST_CURSOR_LEDGER - 1
-        self._entries = 0
         self._created_ns = 0
-        # The last entry as a plain tuple, not the Encoded: it stays until the next write, and
-        # then one object is freed rather than an encoding and its snapshot (long out of the
-        # processor's caches when a broker writes thousands of cursors in turn).
-        self._last: Written | None = None
+        # The last entry's parts, not the Encoded: they stay until the next write, when an
+        # encoding, its snapshot or even a tuple of them would be freed long out of the
+        # processor's caches (a broker writes thousands of cursors in turn). ``None``: no entry.
+        self._last_mark_delete: Position | None = None
+        self._last_ranges: Sequence[Range] = ()
+        self._last_batches: Mapping[Position, BatchAck] = {}
+        self._last_properties: Mapping[str, int] = {}
+        self._clock = clock
+        self._nodes = nodes
+        self._ledger_id = FIRST_CURSOR_LEDGER - 1
         self._node = start
         self._node_holds_state = False
         self._ledger_lost = False
         self.rollovers = 0
         self.metadata_store_writes = 0
         self.oversize_entries = 0
-        self.ledger_entries = 0
 
     # ---- queries ------------------------------------------------------------------------------
 
@@ -206,7 +213,7 @@ class CursorStorage:
             self._mode = "readonly"
             return _landed(entry, spent, False)
         node = self._fall_back(snap, oversize=False)
-        self._last = None  # the cursor ledger is deleted
+        self._last_mark_delete = None  # the cursor ledger is deleted
         return _landed(node, node.bytes, True)
 
     def lose_ledger(self) -> None:
@@ -222,14 +229,17 @@ class CursorStorage:
             self._mode = "none"
             # The metadata-store path restores no batch bitsets (§6.1 step 2).
             return replace(node, batch_acks={}), "store"
-        if self._ledger_lost or self._last is None:
+        last = self._last_mark_delete
+        if self._ledger_lost or last is None:
             self._ledger_lost = False
-            self._last = None
+            self._last_mark_delete = None
             self._mode = "none"
             # Rollback: the snapshot's mark-delete, no individual acks, empty properties.
             return RecoveredAckState(self._node.mark_delete), "rollback"
         self._mode = "readonly"
-        return recovered(*self._last), "ledger"
+        return recovered(
+            last, self._last_ranges, self._last_batches, self._last_properties
+        ), "ledger"
 
     # ---- internals ----------------------------------------------------------------------------
 
@@ -239,7 +249,11 @@ class CursorStorage:
     def _append(self, entry: Encoded) -> int:
         self._entries += 1
         self.ledger_entries += 1
-        self._last = entry.written
+        snap = entry.snap
+        self._last_mark_delete = snap.mark_delete
+        self._last_ranges = entry.ranges
+        self._last_batches = entry.batches
+        self._last_properties = snap.properties
         return entry.bytes
 
     def _switch(self, entry: Encoded) -> int:

@@ -8,6 +8,7 @@ cadence and storage model of :mod:`.whole_state`, with no frame limit and no pau
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Final
 
 from brokerlab.protocols import AckState, PluginContext
 from brokerlab_plugins.ack_state.forms import range_entry, range_node
@@ -37,6 +38,10 @@ class UnlimitedEncoder:
         return {}
 
 
+_ENCODER: Final = UnlimitedEncoder()
+"""Stateless, so every cursor shares it (one object fewer per cursor to bring into the cache)."""
+
+
 def new_unlimited_persister(context: PluginContext, cursor: str) -> WholeStatePersister:
     # No frame limit: the baseline never falls back to the metadata store.
-    return WholeStatePersister(context.clock, context.settings, UnlimitedEncoder())
+    return WholeStatePersister(context.clock, context.settings, _ENCODER)

@@ -8,7 +8,7 @@ pauses; that is an :class:`Encoder`. Cadence (§3.4), the cursor ledger and meta
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import replace
 from typing import Protocol
 
@@ -158,7 +158,7 @@ class WholeStatePersister:
         """Account one successful write: changed bytes since the previous one, dirtiness."""
         self._cursor_properties = snap.cursor_properties
         ledgers = snap.ledgers
-        changed: list[int] = []
+        changed: Collection[int] = ()
         if ledgers:  # only a ledger the state still has can count as changed
             previous = self._persisted
             changed = [lid for lid, ledger in ledgers.items() if previous.get(lid) != ledger]
