@@ -59,34 +59,36 @@ class Consumer:
     )
 
     def __init__(self, name: str, index: int, policy: ConsumerPolicy, group: str | None) -> None:
-        self.name = name
-        self.index = index
-        self.policy = policy
-        self.group = group
-        self.connected = False
-        self.busy = False
-        self.epoch = 0
-        self.permits = 0
+        # What every dispatch and completion reads comes first: compiled, attributes are laid
+        # out in the order they are first assigned, and these then share two cache lines.
         # The receiver queue, oldest first. A list, not a deque: appending and slicing are C
         # operations when compiled, where a deque's methods are Python calls, and a queue holds
         # at most a receiver queue's worth of entries.
         self.queue: list[Delivery] = []
         self.pending: dict[Position, int] = {}
+        self.policy = policy
         # "Process what the receiver queue holds", bound once by the broker: an unlimited consumer
         # schedules it on every dispatch, which should not build a new callable each time.
         self.process: Callable[[], None] = _unbound
+        self.permits = 0
+        self.epoch = 0
+        # Fixed for the consumer's life, read on every completed chunk: whether every message is
+        # simply acknowledged (no negative acks, ack holes or cumulative acks) and how long one
+        # message takes (0.0 with no rate limit).
+        self.per_message_ns = NS / policy.rate if policy.rate > 0 else 0.0
+        self.acks_each = not (
+            policy.nack_probability + policy.ack_hole_probability > 0 or policy.cumulative
+        )
+        self.connected = False
+        self.busy = False
         # The most messages one chunk takes: what the consumer processes within one ack group,
         # at most half its receiver queue (then the client returns flow permits).
         self.chunk_limit = max(
             1, min(policy.receiver_queue_size // 2, int(policy.rate * ACK_GROUP_NS / NS))
         )
-        # Fixed for the consumer's life, read on every completed chunk: whether every message is
-        # simply acknowledged (no negative acks, ack holes or cumulative acks) and how long one
-        # message takes (0.0 with no rate limit).
-        self.acks_each = not (
-            policy.nack_probability + policy.ack_hole_probability > 0 or policy.cumulative
-        )
-        self.per_message_ns = NS / policy.rate if policy.rate > 0 else 0.0
+        self.name = name
+        self.index = index
+        self.group = group
 
     def connect(self) -> None:
         self.connected = True

@@ -94,17 +94,18 @@ class ManagedLedger:
     )
 
     def __init__(self, topic: str, ids: LedgerIds, max_entries_per_ledger: int) -> None:
+        # The open ledger (the last one) and its id: plain attributes, read on every append and
+        # every read. Declared first: compiled, attributes are laid out in this order, and these
+        # three then share the object's first cache line.
+        self.current: Ledger
+        self.current_id: int
+        self.max_entries_per_ledger = max_entries_per_ledger
         self.topic = topic
         self._ids = ids
-        self.max_entries_per_ledger = max_entries_per_ledger
         self.ledgers: dict[int, Ledger] = {}
         # Ledger ids in order and the global index of each ledger's first entry, for backlog counts.
         self._first_index: list[int] = []
         self._order: list[int] = []
-        # The open ledger (the last one) and its id: plain attributes, read on every append and
-        # every read.
-        self.current: Ledger
-        self.current_id: int
         self._open_new_ledger()
 
     def _open_new_ledger(self) -> Ledger:
