@@ -13,6 +13,15 @@ moves far less with the machine's load than the raw figure; compare ratios acros
 machines, not deliveries per second. Time is the process's CPU time, so time spent waiting for a
 core does not count.
 
+The yardstick runs in the processor's first-level cache; many-topics does not. Its cost per
+delivery is mostly waiting for memory: the same traffic spread over 1,000 topics instead of
+10,000 runs about twice as fast. A delivery reads its topic's ledger, cursor, dispatcher,
+consumer, persister and cursor container, and 10,000 topics' worth of them does not fit in the
+caches (callgrind's cache model at 10,000 topics: about 70 first-level and 12 last-level read
+misses per delivery). On a busy machine, whose other jobs share the last-level cache, its ratio
+moves more than the others'. To see where the time goes, count instructions and cache misses
+with ``valgrind --tool=callgrind --cache-sim=yes`` rather than timing.
+
 The install compiles the broker model and the plugins' hot modules with mypyc (README); the last
 line says how many ran compiled. ``BROKERLAB_PURE_PYTHON=1`` measures the Python sources instead.
 """
