@@ -281,7 +281,7 @@ class Dispatcher:
             fits = bisect_right(list(accumulate(ledger.column(BATCH, first, stop))), budget)
             last = first + max(fits, 1) - 1
         self._fetch(ledger_id, first, last)
-        read_position = cursor.read_position = (ledger_id, last + 1)
+        read_position = cursor.read_position = (ledger.boxed_id, last + 1)
         if last + 1 == end and ledger is ml.current:
             self.waiting = True
         if self.active and self._tracks_read:
@@ -353,6 +353,7 @@ class Dispatcher:
     def _dispatch_range(self, ledger_id: int, first: int, last: int, source: int) -> int:
         """Hand entries ``first..last`` to consumers; returns how many were dispatched."""
         ledger = self.topic.ledger.ledger(ledger_id)
+        boxed_id = ledger.boxed_id
         cursor = self.cursor
         acked = cursor.acked.get(ledger_id)
         # ``(ledger_id, entry_id) <= cursor.md`` as one int comparison: the ledger is fixed here.
@@ -388,7 +389,7 @@ class Dispatcher:
             # ``Any``, not ``Position``: compiled, a typed pair is kept unboxed and boxed again
             # into a new tuple at each use below (the cache, the receiver queue, the pending map);
             # as an object it is built once and shared.
-            pos: Any = (ledger_id, entry_id)
+            pos: Any = (boxed_id, entry_id)
             released(topic, pos)
             if entry_id <= md_entry or (acked is not None and entry_id in acked):
                 # Acknowledged entries are filtered out, whatever handed them back.

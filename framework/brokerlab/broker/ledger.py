@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Iterator
-from typing import Final
+from typing import Any, Final
 
 from brokerlab.protocols import Position
 
@@ -54,11 +54,14 @@ class LedgerIds:
 class Ledger:
     """One ledger's entries: ``fields[entry_id * FIELDS + field]``."""
 
-    __slots__ = ("fields", "ledger_id")
+    __slots__ = ("boxed_id", "fields", "ledger_id")
 
     def __init__(self, ledger_id: int) -> None:
         self.ledger_id = ledger_id
         self.fields: list[int] = []
+        # The id as one Python int for the positions built from it: compiled, ``ledger_id`` is a
+        # machine integer, boxed into a new int object (ids pass 256) for every tuple built.
+        self.boxed_id: Any = ledger_id
 
     def __len__(self) -> int:
         return len(self.fields) // FIELDS
@@ -131,7 +134,7 @@ class ManagedLedger:
             entry_id = 0
         # In the order of the field constants.
         fields.extend((size, publish_ns, key, batch, deliver_at_ms))
-        return (ledger.ledger_id, entry_id)
+        return (ledger.boxed_id, entry_id)
 
     def ledger(self, ledger_id: int) -> Ledger:
         """The ledger ``ledger_id``; the open one without a lookup (a tail reader's every read)."""
