@@ -108,7 +108,9 @@ class Dispatcher:
         self.broker = broker
         self.topic = topic
         self.cursor = cursor
-        self.connected: list[Consumer] = []
+        # The connected consumers in order; a tuple (items on the object's own cache line), read
+        # on every read and dispatch.
+        self.connected: tuple[Consumer, ...] = ()
         self.replay: ReplayQueue[Consumer] = ReplayQueue()
         self.tracker: DelayedDeliveryTracker | None = None
         self._reading = False
@@ -188,7 +190,7 @@ class Dispatcher:
 
     def consumers_changed(self) -> None:
         """A consumer connected or left: refresh the connected list and Key_Shared ownership."""
-        self.connected = [c for c in self.consumers if c.connected]
+        self.connected = tuple([c for c in self.consumers if c.connected])
         if self.kind == "Key_Shared":
             self.replay.reassign(self._owner_of_key)
 
@@ -460,7 +462,7 @@ class Dispatcher:
             self.restart_owed = False
         return dispatched
 
-    def _next_shared(self, consumers: list[Consumer]) -> Consumer | None:
+    def _next_shared(self, consumers: tuple[Consumer, ...]) -> Consumer | None:
         """The next consumer in round-robin order with a permit (Pulsar's ``isConsumerAvailable``:
         permits > 0, whatever the size of the entry)."""
         n = len(consumers)
