@@ -41,10 +41,10 @@ __all__ = [
 SHOWCASE_SEEDS = 3
 # Core-seconds per profile and seed (its simulator's built-in workloads once) at each scale,
 # measured as the showcase's cells (10 profiles x 3 seeds, 210 cells) on the 2-core reference
-# machine: 104, 61, 45 and 34 s of wall time, times 2 cores x _EFFICIENCY over 30. Small scales
+# machine: 41, 26, 19 and 15 s of wall time, times 2 cores x _EFFICIENCY over 30. Small scales
 # cost more than their share: Spark's per-cell overhead stays. The showcase takes the largest
 # scale whose matrix fits its time budget.
-SHOWCASE_COST_S = {0.2: 5.9, 0.1: 3.5, 0.05: 2.6, 0.02: 1.9}
+SHOWCASE_COST_S = {0.2: 2.3, 0.1: 1.5, 0.05: 1.1, 0.02: 0.85}
 SHOWCASE_BUDGET_S = 210.0  # wall seconds for the cells; Spark start and the report take the rest
 _EFFICIENCY = 0.85  # measured speed-up on 2 cores is ~1.7-1.9x
 
