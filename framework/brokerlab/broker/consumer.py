@@ -61,6 +61,7 @@ class Consumer:
     def __init__(self, name: str, index: int, policy: ConsumerPolicy, group: str | None) -> None:
         # What every dispatch and completion reads comes first: compiled, attributes are laid
         # out in the order they are first assigned, and these then share two cache lines.
+        #
         # The receiver queue, oldest first. A list, not a deque: appending and slicing are C
         # operations when compiled, where a deque's methods are Python calls, and a queue holds
         # at most a receiver queue's worth of entries.

@@ -39,8 +39,8 @@ class EventLoop:
     Callbacks scheduled for the same instant run in the order they were scheduled, which together
     with seeded random streams makes every run a pure function of its inputs.
 
-    Two structures keep that order cheaply (a run with 10,000 topics keeps 10,000 publish events
-    in flight and runs two events per message):
+    Two structures keep that order cheaply (the broker model runs about two events per message,
+    a topic group's publisher one of them):
 
     * A heap of the future instants that have callbacks, each instant once, and per instant a
       list of its callbacks in scheduling order. Instants are nanoseconds, which stay machine
