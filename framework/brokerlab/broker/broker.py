@@ -494,8 +494,9 @@ class Broker:
         cursor = dispatcher.cursor
         changed: set[int] = set()
         md_before = cursor.md
-        nacked: list[Position] = []
+        nacked: list[Position] | None = None
         if not consumer.acks_each:
+            nacked = []
             done_messages = self._settle_each(dispatcher, consumer, chunk, start, changed, nacked)
         else:
             # The common case: every entry is acknowledged individually. _settle_each's loop
@@ -504,16 +505,23 @@ class Broker:
             per_message_ns = consumer.per_message_ns
             done_messages = 0
             pending_pop = consumer.pending.pop
-            for pos, messages, publish_ns, _key in chunk:
+            # The deliveries as objects: unpacked as typed tuples, each position would be boxed
+            # again into a new tuple for the pending map (see ``BoxedPosition``).
+            items: list[Any] = chunk
+            for delivery in items:
+                messages: int = delivery[1]
+                publish_ns: int = delivery[2]
                 done_messages += messages
                 if per_message_ns:
                     latency = int((start + done_messages * per_message_ns - publish_ns) // MS)
                 else:
                     # The same value as the float expression, which is exact below 2**53 ns.
                     latency = (start - publish_ns) // MS
-                # ``hist.get`` unbound: compiled, it is a C primitive, a bound copy a Python call.
-                hist[latency] = hist.get(latency, 0) + messages
-                pending_pop(pos, None)
+                # Boxed once for both uses. ``hist.get`` unbound: compiled, it is a C primitive,
+                # a bound copy a Python call.
+                bucket: Any = latency
+                hist[bucket] = hist.get(bucket, 0) + messages
+                pending_pop(delivery[0], None)
             # The acknowledgements in the same order; the pending set and the histogram above do
             # not depend on them.
             acked_messages, after_ack_messages = cursor.ack_each(chunk, changed)
@@ -522,8 +530,8 @@ class Broker:
             counters.delivered_after_ack += after_ack_messages
         consumer.permits += done_messages
         if changed:
-            # Usually one ledger: a comprehension then costs far less than sorting.
-            ledgers = [lid for lid in changed] if len(changed) == 1 else sorted(changed)
+            # Usually one ledger: taking it costs far less than sorting.
+            ledgers = [changed.pop()] if len(changed) == 1 else sorted(changed)
             self._after_ack(dispatcher, ledgers, cursor.md != md_before)
         if nacked:
             self.loop.at(

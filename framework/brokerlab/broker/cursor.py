@@ -9,10 +9,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from itertools import repeat
 from operator import itemgetter
-from typing import Final
+from typing import Any, Final
 
 from brokerlab.broker.consumer import Delivery
-from brokerlab.broker.ledger import BATCH, ManagedLedger
+from brokerlab.broker.ledger import BATCH, BoxedPosition, ManagedLedger
 from brokerlab.protocols import BatchAck, Position, RecoveredAckState
 
 __all__ = ["Cursor", "runs"]
@@ -61,8 +61,10 @@ class Cursor:
     def __init__(self, name: str, ledger: ManagedLedger, start: Position) -> None:
         self.name = name
         self.ledger = ledger
-        self.md: Position = start
-        self.read_position: Position = ledger.next_position(start)
+        # Both boxed: read on every dispatch and acknowledgement, and by the persister and the
+        # cursor container on every write, each reader shares the tuple (see ``BoxedPosition``).
+        self.md: BoxedPosition = start
+        self.read_position: BoxedPosition = ledger.next_position(start)
         self.acked: dict[int, set[int]] = {}
         self._ranges = 0
         self._batch: dict[Position, BatchAck] = {}
@@ -71,7 +73,7 @@ class Cursor:
     # ---- AckState ----------------------------------------------------------------------------
 
     @property
-    def mark_delete(self) -> Position:
+    def mark_delete(self) -> BoxedPosition:
         return self.md
 
     def range_count(self) -> int:
@@ -113,8 +115,9 @@ class Cursor:
         compares with ``managedLedgerCursorBackloggedThreshold`` (spec §3.4). Unlike the backlog
         from the mark-delete position it leaves out what was dispatched and not acknowledged yet."""
         ml = self.ledger
-        read_ledger, read_entry = self.read_position
-        count = ml.entry_count() - ml.index_of(self.read_position)
+        read_position: Position = self.read_position
+        read_ledger, read_entry = read_position
+        count = ml.entry_count() - ml.index_of(read_position)
         for ledger_id, entry_ids in self.acked.items():
             if ledger_id > read_ledger:
                 count -= len(entry_ids)
@@ -126,7 +129,8 @@ class Cursor:
 
     def ack(self, ledger_id: int, entry_id: int) -> bool:
         """Acknowledge one entry individually; returns whether it was not acknowledged before."""
-        md_ledger, md_entry = self.md
+        md: Position = self.md
+        md_ledger, md_entry = md
         if entry_id == md_entry + 1 and ledger_id == md_ledger and not self.acked:
             # The common in-order case with no acks ahead (in any ledger): the mark-delete moves
             # by one and nothing else changes.
@@ -152,7 +156,7 @@ class Cursor:
             self._advance_mark_delete()
         return True
 
-    def ack_each(self, deliveries: Sequence[Delivery], changed: set[int]) -> tuple[int, int]:
+    def ack_each(self, deliveries: list[Delivery], changed: set[int]) -> tuple[int, int]:
         """:meth:`ack` for each ``(position, messages, ...)`` in order, adding the ledgers whose
         state changed to ``changed``; returns the messages newly acknowledged and those that were
         acknowledged already.
@@ -160,50 +164,61 @@ class Cursor:
         The same result as calling :meth:`ack` in a loop. A run of in-order acknowledgements with
         nothing acknowledged ahead (a consumer keeping up, the common case) only advances a local
         mark-delete, stored once when the run ends: the read position then moves as it would have
-        step by step, since each step lands where the previous one would have sent it.
+        step by step, since each step lands where the previous one would have sent it. The
+        mark-delete position is then the last such delivery's own position tuple.
         """
         acked_messages = repeated_messages = 0
-        md_ledger, md_entry = self.md
+        md: Position = self.md
+        md_ledger, md_entry = md
         in_order = not self.acked and not self._batch
-        n = len(deliveries)
+        # The deliveries as objects: their positions stay the tuples they hold (``BoxedPosition``).
+        items: list[Any] = deliveries
+        n = len(items)
         if in_order and n > 1:
             # A consumer keeping up acknowledges exactly the entries after the mark-delete, in
             # order: checked and counted by C loops, it is one move of the mark-delete.
             following = zip(
                 repeat(md_ledger, n), range(md_entry + 1, md_entry + 1 + n), strict=True
             )
-            if list(map(itemgetter(0), deliveries)) == list(following):
-                self._moved_to((md_ledger, md_entry + n))
-                changed.add(md_ledger)
-                return sum(map(itemgetter(1), deliveries)), 0
-        run = False  # md_entry moved past self.md and is not stored yet
-        for (ledger_id, entry_id), messages, _publish_ns, _key in deliveries:
+            if list(map(itemgetter(0), items)) == list(following):
+                last = items[-1][0]
+                self._moved_to(last)
+                changed.add(last[0])
+                return sum(map(itemgetter(1), items)), 0
+        run: BoxedPosition = None  # where the mark-delete moved in order, not stored yet
+        for delivery in items:
+            pos = delivery[0]
+            position: Position = pos
+            ledger_id, entry_id = position
+            messages: int = delivery[1]
             if in_order and entry_id == md_entry + 1 and ledger_id == md_ledger:
                 md_entry = entry_id
-                run = True
+                run = pos
                 acked_messages += messages
                 continue
-            if run:
-                self._moved_to((md_ledger, md_entry))
-                changed.add(md_ledger)
-                run = False
+            if run is not None:
+                self._moved_to(run)
+                changed.add(run[0])
+                run = None
             if self.ack(ledger_id, entry_id):
                 acked_messages += messages
-                changed.add(ledger_id)
+                changed.add(pos[0])
             else:
                 repeated_messages += messages
-            md_ledger, md_entry = self.md
+            md = self.md
+            md_ledger, md_entry = md
             in_order = not self.acked and not self._batch
-        if run:
-            self._moved_to((md_ledger, md_entry))
-            changed.add(md_ledger)
+        if run is not None:
+            self._moved_to(run)
+            changed.add(run[0])
         return acked_messages, repeated_messages
 
-    def _moved_to(self, md: Position) -> None:
+    def _moved_to(self, md: BoxedPosition) -> None:
         """The mark-delete moved in order to ``md`` (nothing acknowledged ahead of it)."""
         self.md = md
-        if _at_or_before(self.read_position, md):
-            self.read_position = self.ledger.next_position(md)
+        position: Position = md
+        if _at_or_before(self.read_position, position):
+            self.read_position = self.ledger.next_position(position)
 
     def batch_size(self, position: Position) -> int:
         """Messages in the entry at ``position``."""

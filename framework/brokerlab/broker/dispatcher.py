@@ -21,7 +21,17 @@ import numpy as np
 
 from brokerlab.broker.consumer import Consumer
 from brokerlab.broker.cursor import Cursor
-from brokerlab.broker.ledger import BATCH, DELIVER_AT_MS, FIELDS, KEY, NO_KEY, PUBLISH_NS, SIZE
+from brokerlab.broker.ledger import (
+    BATCH,
+    DELIVER_AT_MS,
+    FIELDS,
+    KEY,
+    NO_KEY,
+    PUBLISH_NS,
+    SIZE,
+    BoxedPosition,
+    Ledger,
+)
 from brokerlab.broker.replay import ReplayQueue
 from brokerlab.broker.streams import stream
 from brokerlab.protocols import (
@@ -181,7 +191,7 @@ class Dispatcher:
             self.tracker.close()
         self._open_tracker()
 
-    def tracked_position(self) -> Position:
+    def tracked_position(self) -> BoxedPosition:
         """What the active-cursor container orders this cursor by: the read position, or the
         mark-delete position with ``cacheEvictionByMarkDeletedPosition``."""
         if self.broker.tuning.track_mark_delete:
@@ -260,18 +270,19 @@ class Dispatcher:
         """One normal read from the cursor's read position; False when there is nothing to read."""
         ml = self.topic.ledger
         cursor = self.cursor
-        ledger_id, first = cursor.read_position
+        position: Position = cursor.read_position
+        ledger_id, first = position
         if ledger_id != ml.current_id:
-            ledger_id, first = ml.normalize((ledger_id, first))
+            ledger_id, first = ml.normalize(position)
         ledger = ml.ledger(ledger_id)
         end = len(ledger)
-        acked = cursor.acked.get(ledger_id)
+        acked = cursor.acked.get(ledger.boxed_id)
         if acked is not None:
             # The cursor skips acknowledged entries at the start of a read, as Pulsar's does.
             while first in acked:
                 first += 1
         if first >= end:
-            cursor.read_position = (ledger_id, first)
+            cursor.read_position = (ledger.boxed_id, first)
             self.waiting = True
             return False
         stop = min(end, first + limit)
@@ -282,7 +293,7 @@ class Dispatcher:
             # over up to dispatcherMaxReadBatchSize entries.
             fits = bisect_right(list(accumulate(ledger.column(BATCH, first, stop))), budget)
             last = first + max(fits, 1) - 1
-        self._fetch(ledger_id, first, last)
+        self._fetch(ledger, first, last)
         read_position = cursor.read_position = (ledger.boxed_id, last + 1)
         if last + 1 == end and ledger is ml.current:
             self.waiting = True
@@ -292,12 +303,12 @@ class Dispatcher:
         self._dispatch_range(ledger_id, first, last, NEW)
         return True
 
-    def _fetch(self, ledger_id: int, first: int, last: int) -> None:
+    def _fetch(self, ledger: Ledger, first: int, last: int) -> None:
         """Read ``first..last`` of one ledger through the cache, counting storage reads."""
         topic = self.topic_name
+        ledger_id = ledger.boxed_id
         misses = self._cache_read(topic, ledger_id, first, last, self.cursor.name)
         if misses:
-            ledger = self.topic.ledger.ledger(ledger_id)
             if len(misses) == last - first + 1:
                 # Every entry missed: misses are ids of first..last in order (the protocol's
                 # promise), so a slice gives their sizes.
@@ -345,7 +356,7 @@ class Dispatcher:
     def _read_run(self, run: list[Position], from_tracker: bool) -> int:
         ledger_id, first = run[0]
         last = run[-1][1]
-        self._fetch(ledger_id, first, last)
+        self._fetch(self.topic.ledger.ledger(ledger_id), first, last)
         if from_tracker:
             self._check_delayed_returns(run)
         return self._dispatch_range(ledger_id, first, last, DELAYED if from_tracker else REPLAY)
@@ -357,9 +368,10 @@ class Dispatcher:
         ledger = self.topic.ledger.ledger(ledger_id)
         boxed_id = ledger.boxed_id
         cursor = self.cursor
-        acked = cursor.acked.get(ledger_id)
+        acked = cursor.acked.get(boxed_id)
         # ``(ledger_id, entry_id) <= cursor.md`` as one int comparison: the ledger is fixed here.
-        md_ledger, md_entry = cursor.md
+        md: Position = cursor.md
+        md_ledger, md_entry = md
         if ledger_id != md_ledger:
             md_entry = last if ledger_id < md_ledger else -1
         stop = last + 1
@@ -418,7 +430,9 @@ class Dispatcher:
                     # A partly acknowledged batch goes out with its ackSet and the client skips
                     # the acked indexes (ack-state.md §6.2): only the others are delivered.
                     messages = partial.unacked.bit_count()
-            key = fields[base + KEY]
+            # As the objects the ledger holds: the receiver queue keeps them as they are.
+            key: Any = fields[base + KEY]
+            publish_ns: Any = fields[base + PUBLISH_NS]
             # A consumer with any permit left takes a whole entry, as in Pulsar, whose permits go
             # negative then: a batch larger than what is left must not wait (nor starve when it
             # is larger than the receiver queue).
@@ -441,7 +455,7 @@ class Dispatcher:
             if replayed and replay.discard(pos):
                 counters.redelivered += messages
             target.permits -= messages
-            target.queue.append((pos, messages, fields[base + PUBLISH_NS], key))
+            target.queue.append((pos, messages, publish_ns, key))
             target.pending[pos] = messages
             delivered += messages
             if restart_owed:

@@ -5,6 +5,12 @@ A ledger keeps its entries' fields in one flat list of ints (entry ``e``'s field
 one list. Columns would be five lists whose ends an append touches; with 10,000 topics publishing
 in turn those are five cache misses where one list costs one. A position is
 ``(ledger_id, entry_id)``.
+
+Compiled, a value typed :data:`~brokerlab.protocols.Position` is a pair of machine integers, and
+each time it leaves compiled code (a dict key, a protocol call, a persister reading the cursor)
+it is boxed into a new tuple, and a ledger id above 256 into a new int. Positions that travel
+(those a cursor stores, the one an append returns) are therefore typed :data:`BoxedPosition`:
+one tuple object, built once from the ledger's boxed id and shared by everything that reads it.
 """
 
 from __future__ import annotations
@@ -22,12 +28,16 @@ __all__ = [
     "KEY",
     "PUBLISH_NS",
     "SIZE",
+    "BoxedPosition",
     "Ledger",
     "LedgerIds",
     "ManagedLedger",
 ]
 
 NO_KEY: Final = -1
+
+BoxedPosition = Any
+"""A :data:`~brokerlab.protocols.Position` held as one tuple object (see the module docstring)."""
 
 # An entry's fields, in the order they are stored. ``DELIVER_AT_MS`` is 0 for a message without
 # delay; ``BATCH`` is the number of messages in the entry.
@@ -123,7 +133,7 @@ class ManagedLedger:
 
     def append(
         self, size: int, publish_ns: int, key: int = NO_KEY, batch: int = 1, deliver_at_ms: int = 0
-    ) -> Position:
+    ) -> BoxedPosition:
         """Persist one entry; returns its position."""
         ledger = self.current
         fields = ledger.fields
@@ -155,16 +165,17 @@ class ManagedLedger:
         ledger = self.current
         return (ledger.ledger_id, len(ledger) - 1)
 
-    def next_position(self, position: Position) -> Position:
+    def next_position(self, position: Position) -> BoxedPosition:
         """The position after ``position``; at the end of a closed ledger, entry 0 of the next one.
 
         Past the last entry this is ``(current ledger, n)``: where the next append will land, unless
         that append rolls the ledger over (:meth:`normalize` fixes that up when it happens).
         """
         ledger_id, entry_id = position
-        if entry_id + 1 < len(self.ledgers[ledger_id]) or ledger_id == self.current_id:
-            return (ledger_id, entry_id + 1)
-        return (self._order[self._order.index(ledger_id) + 1], 0)
+        ledger = self.ledger(ledger_id)
+        if entry_id + 1 < len(ledger) or ledger is self.current:
+            return (ledger.boxed_id, entry_id + 1)
+        return (self.ledgers[self._order[self._order.index(ledger_id) + 1]].boxed_id, 0)
 
     def normalize(self, position: Position) -> Position:
         """Move a read position that points past the end of a closed ledger to the next ledger."""

@@ -117,7 +117,9 @@ class Snapshot:
 
     def __init__(
         self,
-        mark_delete: Position,
+        # Any, not Position: compiled, a typed pair is unboxed here and boxed into a new tuple
+        # each time a write hands it on; kept as it is, it stays the cursor's own tuple.
+        mark_delete: Any,
         ranges: tuple[Range, ...],
         batches: Mapping[Position, BatchAck],
         properties: Mapping[str, int] | None = None,

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
-from typing import Final, Literal, Protocol
+from typing import Any, Final, Literal, Protocol
 
 from brokerlab.protocols import BatchAck, Clock, PersistOutcome, Position, RecoveredAckState
 from brokerlab_plugins.ack_state.shapes import Range, Snapshot, recovered
@@ -60,7 +60,8 @@ class Encoded:
 
     @property
     def mark_delete(self) -> Position:
-        return self.snap.mark_delete
+        mark_delete: Position = self.snap.mark_delete
+        return mark_delete
 
     @property
     def durable(self) -> RecoveredAckState:
@@ -135,7 +136,8 @@ class CursorStorage:
         # The last entry's parts, not the Encoded: they stay until the next write, when an
         # encoding, its snapshot or even a tuple of them would be freed long out of the
         # processor's caches (a broker writes thousands of cursors in turn). ``None``: no entry.
-        self._last_mark_delete: Position | None = None
+        # The snapshot's object as it is (a position, or None), never re-boxed (see Snapshot).
+        self._last_mark_delete: Any = None
         self._last_ranges: Sequence[Range] = ()
         self._last_batches: Mapping[Position, BatchAck] = {}
         self._last_properties: Mapping[str, int] = {}

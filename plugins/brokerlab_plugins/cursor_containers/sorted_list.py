@@ -30,6 +30,7 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections import Counter
+from typing import Any
 
 from brokerlab.protocols import Position
 
@@ -96,21 +97,23 @@ class SortedListCursorContainer:
         member = self._members.get(cursor)
         if member is None:
             return
-        old = member.position
-        if old == position:
+        # As objects: compiled, narrowing an optional pair unboxes it, and storing it boxes it
+        # again into a new tuple; the broker calls this on every read and acknowledgement.
+        new: Any = position
+        old: Any = member.position
+        if old == new:
             return
-        member.position = position
+        member.position = new
         if old is None:
-            assert position is not None
-            member.group = self._track(position)
-        elif position is None:
+            member.group = self._track(new)
+        elif new is None:
             member.group = None
             self._untrack(old)
         elif len(self._order) == 1 and self._groups[0].members == 1:
             # The only tracked cursor (one subscription per topic): nothing to pass or count.
-            self._order[0] = position
+            self._order[0] = new
         else:
-            member.group = self._move(old, position)
+            member.group = self._move(old, new)
 
     def slowest_position(self) -> Position | None:
         order = self._order
