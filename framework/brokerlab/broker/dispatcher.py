@@ -66,17 +66,13 @@ class Dispatcher:
     # Slots, not a __dict__: one memory access less per attribute, which shows when 10,000
     # dispatchers take turns and none of them stays in the processor's caches.
     __slots__ = (
-        "_cache_read",
-        "_cursors_changed",
         "_key_shared",
         "_multi",
         "_new_tracker",
         "_reading",
-        "_released",
         "_rng",
         "_rr",
         "_shared",
-        "_storage_read",
         "_tracks_read",
         "active",
         "broker",
@@ -138,12 +134,6 @@ class Dispatcher:
         self.restart_owed = False
         self.paused_since: int | None = None
         self.topic_name = topic.name
-        # The cache's methods a read calls, bound once: a read of one entry (a quiet topic's
-        # usual read) would otherwise look each one up on every call.
-        self._cache_read = broker.cache.read
-        self._storage_read = broker.cache.storage_read
-        self._released = broker.cache.released
-        self._cursors_changed = broker.cache.cursors_changed
         # The rest is read less often.
         self.name = name
         self.kind = kind
@@ -299,7 +289,7 @@ class Dispatcher:
             self.waiting = True
         if self.active and self._tracks_read:
             self.topic.cursors.update(cursor.name, read_position)
-            self._cursors_changed(self.topic_name)
+            self.broker.cache_cursors_changed(self.topic_name)
         self._dispatch_range(ledger_id, first, last, NEW)
         return True
 
@@ -307,7 +297,8 @@ class Dispatcher:
         """Read ``first..last`` of one ledger through the cache, counting storage reads."""
         topic = self.topic_name
         ledger_id = ledger.boxed_id
-        misses = self._cache_read(topic, ledger_id, first, last, self.cursor.name)
+        broker = self.broker
+        misses = broker.cache_read(topic, ledger_id, first, last, self.cursor.name)
         if misses:
             if len(misses) == last - first + 1:
                 # Every entry missed: misses are ids of first..last in order (the protocol's
@@ -316,14 +307,14 @@ class Dispatcher:
             else:
                 fields = ledger.fields
                 miss_sizes = [fields[e * FIELDS + SIZE] for e in misses]
-            counters = self.broker.counters
+            counters = broker.counters
             counters.storage_entries_read += len(misses)
             # A loop, not sum(): compiled, sum is a call through the builtins module.
             total = 0
             for size in miss_sizes:
                 total += size
             counters.storage_bytes_read += total
-            self._storage_read(topic, ledger_id, misses, miss_sizes, self.cursor.name)
+            broker.cache_storage_read(topic, ledger_id, misses, miss_sizes, self.cursor.name)
 
     def _read_replay(self, limit: int) -> bool:
         """Read the lowest replay positions a consumer can take now; whether any was dispatched.
@@ -377,9 +368,11 @@ class Dispatcher:
         stop = last + 1
         broker = self.broker
         counters = broker.counters
-        released = self._released
+        released = broker.cache_released
         topic = self.topic_name
-        fields = ledger.fields
+        # As objects: what the receiver queue keeps goes in as the ledger holds it. Compiled, an
+        # item of a list[int] is unboxed, and storing it boxes it again into a new int.
+        fields: list[Any] = ledger.fields
         tracker = self.tracker
         key_shared = self._key_shared
         shared = self._shared
@@ -387,10 +380,9 @@ class Dispatcher:
         # Exclusive and Failover hand everything to the first connected consumer.
         only = consumers[0] if consumers else None
         replay = self.replay
+        # The restart sets are read only when one holds something: they sit on a cache line
+        # of their own, which a quiet topic's dispatch need not touch.
         restart_owed = self.restart_owed
-        restart_acked = self.restart_acked
-        restart_unacked = self.restart_unacked
-        restart_forgotten = self.restart_forgotten
         # Batch-index acks the broker knows of: with acknowledgmentAtBatchIndexLevelEnabled=false
         # only the client tracks them, and a batch goes out whole again.
         partial_acks = cursor.batch_acks() if broker.batch_index_acks else None
@@ -411,7 +403,7 @@ class Dispatcher:
                     replay.discard(pos)
                 continue
             base = entry_id * FIELDS
-            deliver_at = fields[base + DELIVER_AT_MS]
+            deliver_at: int = fields[base + DELIVER_AT_MS]
             if new and tracker is not None and (deliver_at or tracking):
                 # As Pulsar's dispatcher: once a delayed message reached the tracker, every new
                 # message goes through ``addMessage``, the ones without a deliver-at time (-1) or
@@ -423,16 +415,15 @@ class Dispatcher:
                     counters.delayed_messages += 1
                     self.delayed_outstanding[pos] = self.delayed_outstanding.get(pos, 0) + 1
                     continue
-            messages = fields[base + BATCH]
+            messages: int = fields[base + BATCH]
             if partial_acks:
                 partial = partial_acks.get(pos)
                 if partial is not None:
                     # A partly acknowledged batch goes out with its ackSet and the client skips
                     # the acked indexes (ack-state.md §6.2): only the others are delivered.
                     messages = partial.unacked.bit_count()
-            # As the objects the ledger holds: the receiver queue keeps them as they are.
-            key: Any = fields[base + KEY]
-            publish_ns: Any = fields[base + PUBLISH_NS]
+            key = fields[base + KEY]
+            publish_ns = fields[base + PUBLISH_NS]
             # A consumer with any permit left takes a whole entry, as in Pulsar, whose permits go
             # negative then: a batch larger than what is left must not wait (nor starve when it
             # is larger than the receiver queue).
@@ -459,6 +450,9 @@ class Dispatcher:
             target.pending[pos] = messages
             delivered += messages
             if restart_owed:
+                restart_acked = self.restart_acked
+                restart_unacked = self.restart_unacked
+                restart_forgotten = self.restart_forgotten
                 if restart_acked and pos in restart_acked:
                     restart_acked.discard(pos)
                     counters.redelivered_after_restart += messages
@@ -472,7 +466,7 @@ class Dispatcher:
                 broker.start_processing(self, target)
         # Nothing in the loop reads the counter: one addition instead of one per entry.
         counters.delivered += delivered
-        if restart_owed and not restart_acked and not restart_unacked:
+        if restart_owed and not self.restart_acked and not self.restart_unacked:
             self.restart_owed = False
         return dispatched
 

@@ -142,10 +142,13 @@ class EventLoop:
                         soon.clear()
                         head = 0
                 elif instants and instants[0] <= end_ns:
-                    self._now = now = _heappop(instants)
+                    # The heap's own int object as the key: ``now`` is a machine integer,
+                    # which each use as a key would box into a new int.
+                    when: Any = _heappop(instants)
+                    self._now = now = when
                     # Indexing and del are C operations compiled; dict.pop is a method call.
-                    batch = at[now]
-                    del at[now]
+                    batch = at[when]
+                    del at[when]
                     index = 0
                     continue
                 else:

@@ -132,9 +132,14 @@ class ManagedLedger:
         return ledger
 
     def append(
-        self, size: int, publish_ns: int, key: int = NO_KEY, batch: int = 1, deliver_at_ms: int = 0
+        self, size: Any, publish_ns: Any, key: Any = NO_KEY, batch: Any = 1, deliver_at_ms: Any = 0
     ) -> BoxedPosition:
-        """Persist one entry; returns its position."""
+        """Persist one entry (its fields are ints); returns its position.
+
+        The fields are typed ``Any`` so that a compiled caller hands over the int objects it
+        holds: typed ``int``, each would be unboxed at the call and boxed again into a new int
+        to be stored.
+        """
         ledger = self.current
         fields = ledger.fields
         entry_id = len(fields) // FIELDS
@@ -142,8 +147,12 @@ class ManagedLedger:
             ledger = self._open_new_ledger()
             fields = ledger.fields
             entry_id = 0
-        # In the order of the field constants.
-        fields.extend((size, publish_ns, key, batch, deliver_at_ms))
+        # In the order of the field constants; appended one by one, no tuple is built.
+        fields.append(size)
+        fields.append(publish_ns)
+        fields.append(key)
+        fields.append(batch)
+        fields.append(deliver_at_ms)
         return (ledger.boxed_id, entry_id)
 
     def ledger(self, ledger_id: int) -> Ledger:
