@@ -68,12 +68,18 @@ class SortedListCursorContainer:
     The layout keeps the objects an update touches few: a broker with 10,000 topics moves each
     topic's container in turn, and every object read is a likely cache miss. A cursor is one
     record found by one lookup; groups are found by position in the sorted list, not in a second
-    mapping, so a lone cursor's move rewrites one list slot.
+    mapping, so a lone cursor's move rewrites one list slot. A container that knows one cursor
+    (a topic with one subscription) also keeps its record at hand, so that an update of it does
+    not look it up.
     """
 
-    __slots__ = ("_groups", "_members", "_offset", "_order")
+    __slots__ = ("_groups", "_members", "_offset", "_order", "_sole", "_sole_name")
 
     def __init__(self) -> None:
+        # The only known cursor's record and name, while there is exactly one (None otherwise).
+        # First: compiled, attributes are laid out in the order they are first assigned.
+        self._sole: _Member | None = None
+        self._sole_name = ""
         self._members: dict[str, _Member] = {}  # every known cursor
         self._order: list[Position] = []  # distinct tracked positions, ascending
         self._groups: list[_Group] = []  # the group at each position of ``_order``
@@ -87,16 +93,23 @@ class SortedListCursorContainer:
             return
         group = None if position is None else self._track(position)
         self._members[cursor] = _Member(position, group)
+        self._find_sole()
 
     def remove(self, cursor: str) -> None:
         member = self._members.pop(cursor, None)
         if member is not None and member.position is not None:
             self._untrack(member.position)
+        self._find_sole()
 
     def update(self, cursor: str, position: Position | None) -> None:
-        member = self._members.get(cursor)
-        if member is None:
-            return
+        sole = self._sole
+        if sole is not None and cursor == self._sole_name:
+            member = sole
+        else:
+            found = self._members.get(cursor)
+            if found is None:
+                return
+            member = found
         # As objects: compiled, narrowing an optional pair unboxes it, and storing it boxes it
         # again into a new tuple; the broker calls this on every read and acknowledgement.
         new: Any = position
@@ -109,7 +122,7 @@ class SortedListCursorContainer:
         elif new is None:
             member.group = None
             self._untrack(old)
-        elif len(self._order) == 1 and self._groups[0].members == 1:
+        elif sole is not None or (len(self._order) == 1 and self._groups[0].members == 1):
             # The only tracked cursor (one subscription per topic): nothing to pass or count.
             self._order[0] = new
         else:
@@ -140,6 +153,13 @@ class SortedListCursorContainer:
         return f"SortedListCursorContainer(known={len(self._members)}, groups={len(self._order)})"
 
     # -- group bookkeeping ---------------------------------------------------------------------
+
+    def _find_sole(self) -> None:
+        """Keep ``_sole`` and ``_sole_name`` after the known cursors changed."""
+        self._sole = None
+        if len(self._members) == 1:
+            for name, member in self._members.items():
+                self._sole, self._sole_name = member, name
 
     def _find(self, position: Position) -> tuple[int, _Group | None]:
         """Where ``position`` is or would go in the order, and its group if it has one."""
@@ -238,6 +258,10 @@ class SortedListCursorContainer:
 
     def _check(self) -> None:
         """Assert the groups against a recount from scratch (for tests)."""
+        if len(self._members) == 1:
+            assert self._sole is not None and self._members[self._sole_name] is self._sole
+        else:
+            assert self._sole is None
         members = Counter(m.position for m in self._members.values() if m.position is not None)
         assert self._order == sorted(members)
         assert len(self._groups) == len(self._order)
