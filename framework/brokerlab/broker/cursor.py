@@ -170,7 +170,8 @@ class Cursor:
         acked_messages = repeated_messages = 0
         md: Position = self.md
         md_ledger, md_entry = md
-        in_order = not self.acked and not self._batch
+        # No range: nothing acknowledged ahead (read on this object, not in the acked map).
+        in_order = not self._ranges and not self._batch
         # The deliveries as objects: their positions stay the tuples they hold (``BoxedPosition``).
         items: list[Any] = deliveries
         n = len(items)
@@ -207,7 +208,7 @@ class Cursor:
                 repeated_messages += messages
             md = self.md
             md_ledger, md_entry = md
-            in_order = not self.acked and not self._batch
+            in_order = not self._ranges and not self._batch
         if run is not None:
             self._moved_to(run)
             changed.add(run[0])
