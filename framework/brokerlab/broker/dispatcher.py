@@ -274,7 +274,8 @@ class Dispatcher:
             while first in acked:
                 first += 1
         if first >= end:
-            cursor.read_position = (ledger.boxed_id, first)
+            if first != position[1] or ledger_id != position[0]:
+                cursor.read_position = (ledger.boxed_id, first)  # moved over acks or a rollover
             self.waiting = True
             return False
         stop = min(end, first + limit)

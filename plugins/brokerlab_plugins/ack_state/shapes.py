@@ -148,9 +148,12 @@ class Snapshot:
         properties = state.mark_delete_properties()
         cursor_properties = state.subscription_properties()
         # Not a classmethod's ``cls(...)``: compiled, naming the class is a direct constructor
-        # call, ``cls`` a generic one, and every write takes a snapshot.
+        # call, ``cls`` a generic one, and every write takes a snapshot. The mark-delete read
+        # through an untyped reference: as the protocol's Position it would be unboxed, then
+        # boxed into a new tuple for the snapshot.
+        live: Any = state
         return Snapshot(
-            state.mark_delete,
+            live.mark_delete,
             tuple(state.acked_ranges()),
             dict(batches) if batches else _NOTHING,
             dict(properties) if properties else _NOTHING,
