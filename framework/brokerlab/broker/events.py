@@ -42,10 +42,10 @@ class EventLoop:
     Two structures keep that order cheaply (the broker model runs about two events per message,
     a topic group's publisher one of them):
 
-    * A heap of the future instants that have callbacks, each instant once, and per instant a
-      list of its callbacks in scheduling order. Instants are nanoseconds, which stay machine
-      integers when compiled (a run would need 146 years to leave them), so the heap compares
-      them without allocating.
+    * A heap of the future instants that have callbacks, each instant once, and per instant its
+      callback, or a list of its callbacks in scheduling order once it has more than one (most
+      instants have one: a publish). Instants are nanoseconds, which stay machine integers when
+      compiled (a run would need 146 years to leave them).
     * A callback scheduled for the current instant (or the past) goes to a FIFO instead:
       everything the heap holds for this instant was scheduled before the clock got here, so it
       runs first, and the FIFO keeps the rest in scheduling order. The broker model schedules one
@@ -59,8 +59,9 @@ class EventLoop:
     def __init__(self) -> None:
         self._now = 0
         self._instants: list[int] = []  # heap of the future instants in ``_at``
-        # Instant -> its callbacks (a cancellable one as its Timer) in scheduling order.
-        self._at: dict[int, list[Callback | Timer]] = {}
+        # Instant -> its callback, or its callbacks in scheduling order (a cancellable one as its
+        # Timer). A callback is never a list, so the two cannot be confused.
+        self._at: dict[int, Callback | Timer | list[Callback | Timer]] = {}
         # Callbacks due at ``_now`` that were scheduled at ``_now``, in scheduling order, from
         # ``_soon_head`` on (those before it have run).
         self._soon: list[Callback | Timer] = []
@@ -91,10 +92,12 @@ class EventLoop:
         when: Any = when_ns
         waiting = self._at.get(when)
         if waiting is None:
-            self._at[when] = [item]
+            self._at[when] = item
             _heappush(self._instants, when)
-        else:
+        elif isinstance(waiting, list):
             waiting.append(item)
+        else:
+            self._at[when] = [waiting, item]
 
     def soon(self, callback: Callback) -> None:
         """Schedule ``callback`` at the current instant, after everything already due now."""
@@ -147,10 +150,13 @@ class EventLoop:
                     when: Any = _heappop(instants)
                     self._now = now = when
                     # Indexing and del are C operations compiled; dict.pop is a method call.
-                    batch = at[when]
+                    due = at[when]
                     del at[when]
-                    index = 0
-                    continue
+                    if isinstance(due, list):
+                        batch = due
+                        index = 0
+                        continue
+                    item = due  # the instant's only callback
                 else:
                     break
                 if isinstance(item, Timer):
