@@ -520,12 +520,10 @@ class Broker:
             per_message_ns = consumer.per_message_ns
             done_messages = 0
             pending_pop = consumer.pending.pop
-            # The deliveries as objects: unpacked as typed tuples, each position would be boxed
-            # again into a new tuple for the pending map (see ``BoxedPosition``).
-            items: list[Any] = chunk
-            for delivery in items:
-                messages: int = delivery[1]
-                publish_ns: int = delivery[2]
+            # Positions untyped: unpacked as a typed pair, each would be boxed again into a new
+            # tuple for the pending map (see ``BoxedPosition``).
+            items: list[tuple[Any, int, int, Any]] = chunk
+            for pos, messages, publish_ns, _key in items:
                 done_messages += messages
                 if per_message_ns:
                     latency = int((start + done_messages * per_message_ns - publish_ns) // MS)
@@ -536,7 +534,7 @@ class Broker:
                 # a bound copy a Python call.
                 bucket: Any = latency
                 hist[bucket] = hist.get(bucket, 0) + messages
-                pending_pop(delivery[0], None)
+                pending_pop(pos, None)
             # The acknowledgements in the same order; the pending set and the histogram above do
             # not depend on them.
             acked_messages, after_ack_messages = cursor.ack_each(chunk, changed)

@@ -172,8 +172,8 @@ class Cursor:
         md_ledger, md_entry = md
         # No range: nothing acknowledged ahead (read on this object, not in the acked map).
         in_order = not self._ranges and not self._batch
-        # The deliveries as objects: their positions stay the tuples they hold (``BoxedPosition``).
-        items: list[Any] = deliveries
+        # Positions untyped: they stay the tuples the deliveries hold (``BoxedPosition``).
+        items: list[tuple[Any, int, int, Any]] = deliveries
         n = len(items)
         if in_order and n > 1:
             # A consumer keeping up acknowledges exactly the entries after the mark-delete, in
@@ -187,11 +187,9 @@ class Cursor:
                 changed.add(last[0])
                 return sum(map(itemgetter(1), items)), 0
         run: BoxedPosition = None  # where the mark-delete moved in order, not stored yet
-        for delivery in items:
-            pos = delivery[0]
+        for pos, messages, _publish_ns, _key in items:
             position: Position = pos
             ledger_id, entry_id = position
-            messages: int = delivery[1]
             if in_order and entry_id == md_entry + 1 and ledger_id == md_ledger:
                 md_entry = entry_id
                 run = pos
