@@ -508,7 +508,7 @@ class Broker:
             return  # the consumer left meanwhile; what it held was handed back
         cursor = dispatcher.cursor
         changed: set[int] = set()
-        md_before = cursor.md
+        md_before: Position = cursor.md
         nacked: list[Position] | None = None
         if not consumer.acks_each:
             nacked = []
@@ -519,7 +519,7 @@ class Broker:
             hist = self.latency_ms
             per_message_ns = consumer.per_message_ns
             done_messages = 0
-            pending_pop = consumer.pending.pop
+            pending = consumer.pending
             # Positions untyped: unpacked as a typed pair, each would be boxed again into a new
             # tuple for the pending map (see ``BoxedPosition``).
             items: list[tuple[Any, int, int, Any]] = chunk
@@ -534,7 +534,10 @@ class Broker:
                 # a bound copy a Python call.
                 bucket: Any = latency
                 hist[bucket] = hist.get(bucket, 0) + messages
-                pending_pop(pos, None)
+                # ``in`` and ``del`` are C operations compiled; ``pending.pop`` would build a bound
+                # method and call it through Python on every delivery.
+                if pos in pending:
+                    del pending[pos]
             # The acknowledgements in the same order; the pending set and the histogram above do
             # not depend on them.
             acked_messages, after_ack_messages = cursor.ack_each(chunk, changed)
@@ -545,7 +548,10 @@ class Broker:
         if changed:
             # Usually one ledger: taking it costs far less than sorting.
             ledgers = [changed.pop()] if len(changed) == 1 else sorted(changed)
-            self._after_ack(dispatcher, ledgers, cursor.md != md_before)
+            md_after: Position = cursor.md
+            # Field by field: compiled, ``!=`` on the pairs would box both into new tuples.
+            moved = md_after[0] != md_before[0] or md_after[1] != md_before[1]
+            self._after_ack(dispatcher, ledgers, moved)
         if nacked:
             self.loop.at(
                 self.loop.now_ns() + consumer.policy.nack_delay_ns,
