@@ -80,6 +80,7 @@ class Dispatcher:
         "consumers",
         "cursor",
         "delayed_outstanding",
+        "first_connected",
         "kind",
         "name",
         "own_tick_ms",
@@ -114,9 +115,12 @@ class Dispatcher:
         self.broker = broker
         self.topic = topic
         self.cursor = cursor
-        # The connected consumers in order; a tuple (items on the object's own cache line), read
-        # on every read and dispatch.
+        # The connected consumers in order; a tuple (its items on its own cache line), read on
+        # every read and dispatch of a multi-consumer subscription.
         self.connected: tuple[Consumer, ...] = ()
+        # Its first item (None: nobody is connected): all an Exclusive or Failover subscription
+        # reads, here on the dispatcher's own line rather than in the tuple, one more object.
+        self.first_connected: Consumer | None = None
         self.replay: ReplayQueue[Consumer] = ReplayQueue()
         self.tracker: DelayedDeliveryTracker | None = None
         self._reading = False
@@ -190,7 +194,8 @@ class Dispatcher:
 
     def consumers_changed(self) -> None:
         """A consumer connected or left: refresh the connected list and Key_Shared ownership."""
-        self.connected = tuple([c for c in self.consumers if c.connected])
+        self.connected = connected = tuple([c for c in self.consumers if c.connected])
+        self.first_connected = connected[0] if connected else None
         if self.kind == "Key_Shared":
             self.replay.reassign(self._owner_of_key)
 
@@ -219,14 +224,14 @@ class Dispatcher:
             while True:
                 # The permits of the connected consumers (a multi-consumer subscription sums
                 # the positive ones); computed inline: this loop runs for every read.
-                connected = self.connected
                 if multi:
                     budget = 0
-                    for c in connected:
+                    for c in self.connected:
                         if c.permits > 0:
                             budget += c.permits
                 else:
-                    budget = connected[0].permits if connected else 0
+                    first = self.first_connected
+                    budget = first.permits if first is not None else 0
                 if budget <= 0:
                     return
                 limit = max_read_batch if max_read_batch < budget else budget
@@ -379,9 +384,8 @@ class Dispatcher:
         tracker = self.tracker
         key_shared = self._key_shared
         shared = self._shared
-        consumers = self.connected
         # Exclusive and Failover hand everything to the first connected consumer.
-        only = consumers[0] if consumers else None
+        only = self.first_connected
         replay = self.replay
         # The restart sets are read only when one holds something: they sit on a cache line
         # of their own, which a quiet topic's dispatch need not touch.
@@ -437,7 +441,7 @@ class Dispatcher:
                     self._defer(pos, key)
                     continue
             elif shared:
-                target = self._next_shared(consumers)
+                target = self._next_shared(self.connected)
                 if target is None:
                     self._defer(pos, key)
                     continue
