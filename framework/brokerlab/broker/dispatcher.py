@@ -83,6 +83,7 @@ class Dispatcher:
         "first_connected",
         "kind",
         "name",
+        "next_in_topic",
         "own_tick_ms",
         "paused_since",
         "persister",
@@ -115,6 +116,8 @@ class Dispatcher:
         self.broker = broker
         self.topic = topic
         self.cursor = cursor
+        # The topic's next subscription (see ``Topic.first_dispatcher``).
+        self.next_in_topic: Dispatcher | None = None
         # The connected consumers in order; a tuple (its items on its own cache line), read on
         # every read and dispatch of a multi-consumer subscription.
         self.connected: tuple[Consumer, ...] = ()
