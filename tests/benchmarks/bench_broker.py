@@ -17,7 +17,7 @@ The yardstick runs in the processor's first-level cache; many-topics does not. I
 delivery is mostly waiting for memory: the same traffic spread over 1,000 topics instead of
 10,000 runs about twice as fast. A delivery reads its topic's ledger, cursor, dispatcher,
 consumer, persister and cursor container, and 10,000 topics' worth of them does not fit in the
-caches (callgrind's cache model at 10,000 topics: about 55 first-level and 5 last-level read
+caches (callgrind's cache model at 10,000 topics: about 53 first-level and 5 last-level read
 misses per delivery). On a busy machine, whose other jobs share the last-level cache, its ratio
 moves more than the others'. To see where the time goes, count instructions and cache misses
 with ``valgrind --tool=callgrind --cache-sim=yes`` rather than timing.
