@@ -29,10 +29,10 @@ class ReplayQueue(Generic[Owner]):
     __slots__ = (
         "_by_owner",
         "_key_counts",
+        "_key_of",
         "_owner_of",
         "_positions",
         "_redeliveries",
-        "queued",
         "size",
     )
 
@@ -48,8 +48,8 @@ class ReplayQueue(Generic[Owner]):
         # Created on the first add: most subscriptions never replay anything, and a run with
         # 10,000 of them should not build 10,000 empty sorted sets.
         self._positions: SortedSet | None = None
-        # Each queued position's key. Read-only outside.
-        self.queued: dict[Position, int] = {}
+        # Each queued position's key.
+        self._key_of: dict[Position, int] = {}
         self._redeliveries: set[Position] = set()
         self._by_owner: dict[Owner | None, SortedSet] = {}
         self._owner_of: dict[Position, Owner | None] = {}
@@ -62,21 +62,21 @@ class ReplayQueue(Generic[Owner]):
         return self.size > 0
 
     def __contains__(self, position: object) -> bool:
-        return position in self.queued
+        return position in self._key_of
 
     def __iter__(self) -> Iterator[Position]:
         return iter(self._positions if self._positions is not None else ())
 
     def add(self, position: Position, key: int, owner: Owner | None, *, redelivery: bool) -> bool:
         """Queue ``position``; returns False when it was queued already."""
-        if position in self.queued:
+        if position in self._key_of:
             if redelivery:
                 self._redeliveries.add(position)
             return False
         if self._positions is None:
             self._positions = SortedSet()
         self._positions.add(position)
-        self.queued[position] = key
+        self._key_of[position] = key
         self.size += 1
         self._key_counts[key] = self._key_counts.get(key, 0) + 1
         if redelivery:
@@ -87,7 +87,7 @@ class ReplayQueue(Generic[Owner]):
 
     def discard(self, position: Position) -> bool:
         """Take ``position`` out; returns whether it was queued as a redelivery."""
-        key = self.queued.pop(position, None)
+        key = self._key_of.pop(position, None)
         if key is None:
             return False
         self.size -= 1
@@ -130,7 +130,7 @@ class ReplayQueue(Generic[Owner]):
         """Recompute every position's owner (the set of consumers changed)."""
         self._by_owner = {}
         for position in self:
-            owner = owner_of_key(self.queued[position])
+            owner = owner_of_key(self._key_of[position])
             self._owner_of[position] = owner
             self._owned(owner).add(position)
 
