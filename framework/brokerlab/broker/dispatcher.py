@@ -301,7 +301,7 @@ class Dispatcher:
         if self.active and self._tracks_read:
             self.topic.cursors.update(cursor.name, read_position)
             self.broker.cache_cursors_changed(self.topic_name)
-        self._dispatch_range(ledger_id, first, last, NEW)
+        self._dispatch_range(ledger, first, last, NEW)
         return True
 
     def _fetch(self, ledger: Ledger, first: int, last: int) -> None:
@@ -316,8 +316,7 @@ class Dispatcher:
                 # promise), so a slice gives their sizes.
                 miss_sizes = ledger.column(SIZE, first, last + 1)
             else:
-                fields = ledger.fields
-                miss_sizes = [fields[e * FIELDS + SIZE] for e in misses]
+                miss_sizes = [ledger.field(e, SIZE) for e in misses]
             counters = broker.counters
             counters.storage_entries_read += len(misses)
             # A loop, not sum(): compiled, sum is a call through the builtins module.
@@ -358,16 +357,18 @@ class Dispatcher:
     def _read_run(self, run: list[Position], from_tracker: bool) -> int:
         ledger_id, first = run[0]
         last = run[-1][1]
-        self._fetch(self.topic.ledger.ledger(ledger_id), first, last)
+        ledger = self.topic.ledger.ledger(ledger_id)
+        self._fetch(ledger, first, last)
         if from_tracker:
             self._check_delayed_returns(run)
-        return self._dispatch_range(ledger_id, first, last, DELAYED if from_tracker else REPLAY)
+        return self._dispatch_range(ledger, first, last, DELAYED if from_tracker else REPLAY)
 
     # ---- dispatching --------------------------------------------------------------------------
 
-    def _dispatch_range(self, ledger_id: int, first: int, last: int, source: int) -> int:
-        """Hand entries ``first..last`` to consumers; returns how many were dispatched."""
-        ledger = self.topic.ledger.ledger(ledger_id)
+    def _dispatch_range(self, ledger: Ledger, first: int, last: int, source: int) -> int:
+        """Hand entries ``first..last`` of ``ledger`` to consumers; returns how many were
+        dispatched."""
+        ledger_id = ledger.ledger_id
         boxed_id = ledger.boxed_id
         cursor = self.cursor
         acked = cursor.acked.get(boxed_id) if cursor.range_count() else None
