@@ -131,7 +131,7 @@ class Cursor:
         """Acknowledge one entry individually; returns whether it was not acknowledged before."""
         md: Position = self.md
         md_ledger, md_entry = md
-        if entry_id == md_entry + 1 and ledger_id == md_ledger and not self.acked:
+        if entry_id == md_entry + 1 and ledger_id == md_ledger and not self._ranges:
             # The common in-order case with no acks ahead (in any ledger): the mark-delete moves
             # by one and nothing else changes.
             md = self.md = (ledger_id, entry_id)
