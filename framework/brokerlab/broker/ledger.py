@@ -184,14 +184,18 @@ class ManagedLedger:
         ledger = self.ledger(ledger_id)
         if entry_id + 1 < len(ledger) or ledger is self.current:
             return (ledger.boxed_id, entry_id + 1)
-        return (self.ledgers[self._order[self._order.index(ledger_id) + 1]].boxed_id, 0)
+        return (self.ledgers[self._id_after(ledger_id)].boxed_id, 0)
 
     def normalize(self, position: Position) -> Position:
         """Move a read position that points past the end of a closed ledger to the next ledger."""
         ledger_id, entry_id = position
         if ledger_id != self.current_id and entry_id >= len(self.ledgers[ledger_id]):
-            return (self._order[self._order.index(ledger_id) + 1], 0)
+            return (self._id_after(ledger_id), 0)
         return position
+
+    def _id_after(self, ledger_id: int) -> int:
+        """The id of the ledger that follows the closed ledger ``ledger_id``."""
+        return self._order[self._order.index(ledger_id) + 1]
 
     def index_of(self, position: Position) -> int:
         """Global entry index (0 = the topic's first entry) of ``position``."""
