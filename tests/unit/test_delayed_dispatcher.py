@@ -15,6 +15,7 @@ import pytest
 
 from brokerlab import load_profile
 from brokerlab.broker.broker import Broker, Topic
+from brokerlab.broker.publishing import publish as publish_entry
 from brokerlab.broker.events import EventLoop
 from brokerlab.broker.simulator import wire_broker
 from brokerlab.host import PluginHost
@@ -62,7 +63,7 @@ def broker(tracker: str, *extra: str) -> tuple[Broker, EventLoop, Topic]:
 def publish(b: Broker, loop: EventLoop, topic: Topic, delay_ms: int | None) -> None:
     """One message, delayed by ``delay_ms`` (``None``: no deliver-at time)."""
     deliver_at = 0 if delay_ms is None else loop.now_ms() + delay_ms
-    b.publish(topic, 100, loop.now_ns(), 0, 1, deliver_at)
+    publish_entry(b, topic, 100, loop.now_ns(), 0, 1, deliver_at)
 
 
 @TRACKERS

@@ -33,6 +33,7 @@ from brokerlab.broker.ledger import (
     Ledger,
 )
 from brokerlab.broker.replay import ReplayQueue
+from brokerlab.broker.settlement import start_processing
 from brokerlab.broker.streams import stream
 from brokerlab.protocols import (
     AckStatePersister,
@@ -474,7 +475,7 @@ class Dispatcher:
                     counters.redelivered_after_restart += forgotten
             dispatched += 1
             if not target.busy:
-                broker.start_processing(self, target)
+                start_processing(broker, self, target)
         # Nothing in the loop reads the counter: one addition instead of one per entry.
         counters.delivered += delivered
         if restart_owed and not self.restart_acked and not self.restart_unacked:

@@ -1,0 +1,140 @@
+"""Recovery: what a broker restart or a topic unload keeps, loses and sends out again.
+
+In-memory state goes (the entry cache's ledgers, the replay queues, the delayed-delivery trackers,
+what consumers held); each cursor recovers what its ack-state persister persisted, and the
+comparison with what the consumers had really acknowledged says what goes out again and what would
+be claimed without ever being acknowledged.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+from brokerlab.broker.cursor import Cursor
+from brokerlab.broker.dispatcher import count_foreign_tick_changes
+from brokerlab.broker.ledger import BATCH
+from brokerlab.protocols import Position, RecoveredAckState
+
+if TYPE_CHECKING:
+    from brokerlab.broker.broker import Broker
+    from brokerlab.broker.dispatcher import Dispatcher
+
+__all__ = ["reload", "unacked_messages"]
+
+
+def reload(broker: Broker, graceful: bool) -> None:
+    for topic in broker.topics:
+        broker.cache.close_ledger(topic.name)
+        if topic.dedup is not None:
+            broker.account(topic.dedup.reload(graceful))
+    for dispatcher in broker.dispatchers:
+        cursor = dispatcher.cursor
+        was_connected = [c for c in dispatcher.consumers if c.connected]
+        # What was dispatched and not acknowledged goes out again after the restart. A set
+        # an earlier restart left is kept: those positions have not gone out again yet.
+        unacked = dispatcher.restart_unacked
+        unacked.update(dispatcher.replay.redeliveries())
+        for consumer in was_connected:
+            unacked.update(consumer.take_back())
+        if graceful:
+            broker.account(dispatcher.persister.close(cursor))
+        else:
+            dispatcher.persister.crash()
+        recovered = dispatcher.persister.recover()
+        _compare_recovery(broker, dispatcher, recovered)
+        cursor.restore(recovered)
+        dispatcher.replay.clear()
+        count_foreign_tick_changes((dispatcher,))
+        dispatcher.reset_tracker()
+        dispatcher.end_pause(broker.loop.now_ns())  # the pause lasted until the broker went down
+        dispatcher.waiting = False
+        if dispatcher.active:
+            dispatcher.active = False
+            dispatcher.topic.cursors.remove(cursor.name)
+        for consumer in was_connected:
+            consumer.connect()
+        dispatcher.consumers_changed()
+        if was_connected:
+            broker.set_active(dispatcher, True)
+    for topic in broker.topics:
+        broker.cache.open_ledger(topic.name, topic.cursors)
+    for dispatcher in broker.dispatchers:
+        dispatcher.wake()
+
+
+def _compare_recovery(broker: Broker, dispatcher: Dispatcher, recovered: RecoveredAckState) -> None:
+    """Count what the restart will redeliver, and any claim of an ack that never happened."""
+    truth = dispatcher.cursor
+    claimed = Cursor("recovered", truth.ledger, recovered.mark_delete)
+    claimed.restore(recovered)
+    lost = 0
+    for pos in _positions_claimed_beyond(claimed, truth):
+        lost += truth.ledger.ledgers[pos[0]].field(pos[1], BATCH)
+    broker.counters.lost += lost
+    # Added to, not replaced: an ack an earlier restart forgot is not in ``truth`` (the state
+    # that restart recovered) and, until its entry goes out again, still owes its count.
+    dispatcher.restart_acked.update(_positions_claimed_beyond(truth, claimed))
+    # Kept across restarts, as restart_unacked is: an entry not yet sent again still owes them.
+    forgotten = dispatcher.restart_forgotten
+    for pos, count in _batch_indexes_forgotten(truth, recovered).items():
+        forgotten[pos] = forgotten.get(pos, 0) + count
+    dispatcher.restart_owed = bool(dispatcher.restart_acked or dispatcher.restart_unacked)
+
+
+def _positions_after(cursor: Cursor) -> Iterator[Position]:
+    ml = cursor.ledger
+    pos = ml.normalize(ml.next_position(cursor.md))
+    last = ml.last_position
+    while pos <= last:
+        yield pos
+        pos = ml.normalize(ml.next_position(pos))
+
+
+def unacked_messages(cursor: Cursor) -> int:
+    """Messages after the mark-delete that ``cursor`` has not acknowledged.
+
+    A partly acknowledged batch counts only its unacked indexes: the others were acknowledged
+    (and counted in ``acked``), so counting the whole entry would count them twice.
+    """
+    ledgers = cursor.ledger.ledgers
+    partial = cursor.batch_acks()
+    unacked = 0
+    for pos in _positions_after(cursor):
+        if cursor.is_acked(*pos):
+            continue
+        ack = partial.get(pos)
+        unacked += ledgers[pos[0]].field(pos[1], BATCH) if ack is None else ack.unacked.bit_count()
+    return unacked
+
+
+def _positions_claimed_beyond(claimer: Cursor, reference: Cursor) -> Iterator[Position]:
+    """Positions ``claimer`` holds as acknowledged that ``reference`` does not."""
+    ml = reference.ledger
+    if claimer.md > reference.md:
+        pos = ml.normalize(ml.next_position(reference.md))
+        while pos <= claimer.md:
+            if not reference.is_acked(*pos):
+                yield pos
+            pos = ml.normalize(ml.next_position(pos))
+    for ledger_id, entries in claimer.acked.items():
+        for entry_id in entries:
+            if not reference.is_acked(ledger_id, entry_id):
+                yield (ledger_id, entry_id)
+
+
+def _batch_indexes_forgotten(truth: Cursor, recovered: RecoveredAckState) -> dict[Position, int]:
+    """Per partly acknowledged batch, the acked indexes ``recovered`` no longer holds.
+
+    A batch entry recovered without its bitset comes back whole, acked indexes included; one
+    recovered with it comes back with its ackSet and the client skips them (ack-state.md §6.2).
+    """
+    kept = recovered.batch_acks
+    out: dict[Position, int] = {}
+    for pos, ack in truth.batch_acks().items():
+        back = kept.get(pos)
+        unacked = back.unacked if back is not None else (1 << ack.batch_size) - 1
+        count = (unacked & ~ack.unacked).bit_count()
+        if count:
+            out[pos] = count
+    return out
