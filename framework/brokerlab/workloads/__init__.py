@@ -11,9 +11,11 @@ from brokerlab.workloads.loader import (
 from brokerlab.workloads.model import (
     ConsumerSpec,
     DelaySpec,
+    DurationSpec,
     EventSpec,
     KeySpec,
     SizeSpec,
+    StorageSpec,
     SubscriptionSpec,
     TopicSpec,
     WorkloadDocument,
@@ -23,9 +25,11 @@ from brokerlab.workloads.model import (
 __all__ = [
     "ConsumerSpec",
     "DelaySpec",
+    "DurationSpec",
     "EventSpec",
     "KeySpec",
     "SizeSpec",
+    "StorageSpec",
     "SubscriptionSpec",
     "TopicSpec",
     "WorkloadDocument",

@@ -24,17 +24,28 @@ Times are seconds of simulated time from the start of the run; rates are per sec
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationInfo, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationInfo,
+    model_validator,
+)
 
 __all__ = [
     "ConsumerSpec",
     "DelaySpec",
+    "DurationSpec",
     "EventSpec",
     "KeySpec",
     "SizeSpec",
+    "StorageSpec",
     "SubscriptionSpec",
     "TopicSpec",
     "WorkloadDocument",
@@ -119,6 +130,107 @@ class SizeSpec(_Strict):
         if self.min > self.max:
             raise ValueError(f"min ({self.min}) must not exceed max ({self.max})")
         return self
+
+
+# The keys each kind of duration reads; a key of another kind is an error, not silently ignored.
+_DURATION_KEYS = {
+    "fixed": {"value"},
+    "exponential": {"mean"},
+    "lognormal": {"median", "sigma", "max"},
+    "empirical": {"values", "weights"},
+}
+
+
+class DurationSpec(_Strict):
+    """A time in milliseconds, drawn afresh for each operation it describes.
+
+    ``fixed`` (``value``), ``exponential`` (``mean``), ``lognormal`` (``median`` and ``sigma`` of
+    the underlying normal, capped at ``max``) or ``empirical`` (one of ``values``, with
+    ``weights`` if given, else equally likely). The default is a fixed zero: no time at all.
+    """
+
+    kind: Literal["fixed", "exponential", "lognormal", "empirical"] = "fixed"
+    value: Annotated[float, Field(ge=0, le=MAX_SECONDS * 1000)] = 0.0
+    mean: Annotated[float, Field(gt=0, le=MAX_SECONDS * 1000)] = 1.0
+    median: Annotated[float, Field(gt=0, le=MAX_SECONDS * 1000)] = 1.0
+    sigma: Annotated[float, Field(ge=0, le=10)] = 0.5
+    max: Annotated[float, Field(gt=0, le=MAX_SECONDS * 1000)] = 60_000.0
+    values: tuple[Annotated[float, Field(ge=0, le=MAX_SECONDS * 1000)], ...] = ()
+    weights: tuple[Annotated[float, Field(ge=0)], ...] = ()
+
+    @model_validator(mode="after")
+    def _keys_of_its_kind(self) -> DurationSpec:
+        foreign = sorted(self.model_fields_set - {"kind"} - _DURATION_KEYS[self.kind])
+        if foreign:
+            raise ValueError(
+                f"{', '.join(foreign)} does not apply to kind {self.kind!r}, which reads "
+                f"{', '.join(sorted(_DURATION_KEYS[self.kind]))}"
+            )
+        if self.kind == "empirical":
+            if not self.values:
+                raise ValueError("kind 'empirical' needs a non-empty list of values")
+            if self.weights and len(self.weights) != len(self.values):
+                raise ValueError(
+                    f"weights has {len(self.weights)} items and values {len(self.values)}; "
+                    "give one weight per value"
+                )
+            if self.weights and not sum(self.weights) > 0:
+                raise ValueError("the weights add up to zero")
+        return self
+
+    @property
+    def is_zero(self) -> bool:
+        """Whether every draw is zero (the neutral setting: no time at all)."""
+        if self.kind == "fixed":
+            return self.value == 0
+        if self.kind == "empirical":
+            return all(v == 0 or (self.weights and w == 0) for v, w in _pairs(self))
+        return False
+
+    @property
+    def mean_ms(self) -> float:
+        """The distribution's mean, in milliseconds (what an estimate of run time needs)."""
+        if self.kind == "fixed":
+            return self.value
+        if self.kind == "exponential":
+            return self.mean
+        if self.kind == "lognormal":
+            return min(self.max, self.median * math.exp(self.sigma**2 / 2))
+        total = sum(w for _, w in _pairs(self))
+        return sum(v * w for v, w in _pairs(self)) / total
+
+
+def _pairs(spec: DurationSpec) -> list[tuple[float, float]]:
+    """An empirical duration's values with their weights (1 each when none are given)."""
+    weights = spec.weights or (1.0,) * len(spec.values)
+    return list(zip(spec.values, weights, strict=True))
+
+
+def _duration(value: object) -> object:
+    """A bare number stands for a fixed duration: ``read_latency_ms = 2`` is ``{ value = 2 }``."""
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return {"kind": "fixed", "value": value}
+    return value
+
+
+Duration = Annotated[DurationSpec, BeforeValidator(_duration)]
+
+
+class StorageSpec(_Strict):
+    """The storage the brokers share (BookKeeper's bookies), as the workload's environment.
+
+    ``read_latency_ms`` is drawn per storage read operation, and ``read_ms_per_mib`` adds the
+    transfer time of what it reads; ``write_latency_ms`` is drawn per entry a broker writes. All
+    zero by default: storage answers at once, as in a model without storage time.
+    """
+
+    read_latency_ms: Duration = DurationSpec()
+    read_ms_per_mib: Annotated[float, Field(ge=0, le=MAX_SECONDS * 1000)] = 0.0
+    write_latency_ms: Duration = DurationSpec()
+
+    @property
+    def reads_take_time(self) -> bool:
+        return not self.read_latency_ms.is_zero or self.read_ms_per_mib > 0
 
 
 class KeySpec(_Strict):
@@ -303,6 +415,7 @@ class WorkloadSpec(WorkloadDocument):
 
     simulator: Literal["pulsar"] = "pulsar"
     drain_s: Seconds = 0.0
+    storage: StorageSpec = StorageSpec()
     topics: tuple[Annotated[TopicSpec, AfterValidator(_topic_within_the_run)], ...] = Field(
         min_length=1
     )
