@@ -141,6 +141,60 @@ _TABLE: tuple[Metric, ...] = (
         "cache",
     ),
     Metric("storage_bytes_read", "bytes", "counter", "Bytes read from storage.", "cache"),
+    Metric(
+        "storage_read_ops",
+        "reads",
+        "counter",
+        "Read operations sent to storage (each reads one or more entries of one ledger).",
+        "cache",
+    ),
+    Metric(
+        "storage_entries_shared",
+        "entries",
+        "counter",
+        "Entries a read took from another read of the same ledger already under way, instead of "
+        "reading them from storage again (Pulsar's PendingReadsManager). Zero when storage reads "
+        "take no time.",
+        "reads",
+    ),
+    Metric(
+        "storage_wait_ms",
+        "ms",
+        "counter",
+        "Time dispatchers' reads were under way, from issue to hand-over, summed over reads: "
+        "waiting in the in-flight limiter's line and for storage.",
+        "reads",
+    ),
+    Metric(
+        "storage_reads_in_flight_peak",
+        "reads",
+        "gauge",
+        "Most storage read operations under way at once on the broker.",
+        "reads",
+    ),
+    Metric(
+        "reads_in_flight_peak_bytes",
+        "bytes",
+        "gauge",
+        "Peak of the in-flight reads limiter's estimated bytes held "
+        "(managedLedgerMaxReadsInFlightSizeInMB; zero when it is disabled).",
+        "reads",
+    ),
+    Metric(
+        "read_permit_wait_ms",
+        "ms",
+        "counter",
+        "Time reads waited in the in-flight reads limiter's line, summed over reads.",
+        "reads",
+    ),
+    Metric(
+        "read_failures",
+        "reads",
+        "counter",
+        "Reads that failed because the in-flight reads limiter timed them out or had no room in "
+        "its line; each makes its dispatcher back off (dispatcherReadFailureBackoff*).",
+        "reads",
+    ),
     Metric("cache_inserts", "entries", "counter", "Entries inserted into the cache.", "cache"),
     Metric(
         "cache_inserts_refused",

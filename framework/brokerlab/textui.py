@@ -14,6 +14,7 @@ GROUP_TITLES = {
     "messages": "Messages",
     "latency": "Latency (virtual time)",
     "cache": "Entry cache and storage",
+    "reads": "Storage reads under way (latency, shared reads, in-flight limit)",
     "delayed": "Delayed delivery",
     "ack_state": "Ack state",
     "kafka_index_cache": "Kafka remote index cache",

@@ -23,6 +23,7 @@ from brokerlab.broker.dispatcher import Dispatcher, count_foreign_tick_changes
 from brokerlab.broker.events import EventLoop
 from brokerlab.broker.ledger import LedgerIds, ManagedLedger
 from brokerlab.broker.publishing import Publisher, prefill
+from brokerlab.broker.reads import InflightReadsLimiter, PendingReads, Reads, Storage
 from brokerlab.broker.recovery import reload, unacked_messages
 from brokerlab.broker.settlement import ProcessQueue
 from brokerlab.broker.streams import stream
@@ -34,12 +35,13 @@ from brokerlab.protocols import (
     EntryCache,
     PersistOutcome,
 )
-from brokerlab.workloads.model import SubscriptionSpec, TopicSpec, WorkloadSpec
+from brokerlab.workloads.model import StorageSpec, SubscriptionSpec, TopicSpec, WorkloadSpec
 
 __all__ = ["Broker", "BrokerPlugins", "BrokerTuning", "Counters", "Topic"]
 
 NS: Final = 1_000_000_000
 MS: Final = 1_000_000
+MIB: Final = 1024 * 1024
 # Pulsar's statsUpdateFrequencyInSecs: how often cursors are re-checked for being active.
 STATS_INTERVAL_NS: Final = 60 * NS
 SAMPLE_INTERVAL_NS: Final = NS
@@ -65,6 +67,13 @@ class Counters:
     delayed_foreign_tick_changes: int = 0
     storage_entries_read: int = 0
     storage_bytes_read: int = 0
+    storage_read_ops: int = 0
+    storage_entries_shared: int = 0
+    storage_wait_ns: int = 0
+    storage_reads_in_flight_peak: int = 0
+    reads_in_flight_peak_bytes: int = 0
+    read_permit_wait_ns: int = 0
+    read_failures: int = 0
     dispatch_paused_ns: int = 0
     broker_restarts: int = 0
     ack_persists: int = 0
@@ -92,6 +101,13 @@ class BrokerTuning:
     dedup: bool = False
     dedup_interval: int = 1000
     dedup_max_producers: int = 10_000
+    max_read_bytes: int = 5 * 1024 * 1024
+    min_read_batch: int = 1
+    read_backoff_initial_ns: int = 15_000 * MS
+    read_backoff_max_ns: int = 60_000 * MS
+    reads_in_flight_bytes: int = 0
+    reads_in_flight_timeout_ns: int = 60_000 * MS
+    reads_in_flight_max_line: int = 50_000
 
     @classmethod
     def from_settings(cls, s: Any) -> BrokerTuning:
@@ -108,7 +124,27 @@ class BrokerTuning:
             dedup=s.broker_deduplication_enabled,
             dedup_interval=s.broker_deduplication_entries_interval,
             dedup_max_producers=s.broker_deduplication_max_number_of_producers,
+            max_read_bytes=s.dispatcher_max_read_size_bytes,
+            min_read_batch=min(s.dispatcher_min_read_batch_size, s.dispatcher_max_read_batch_size),
+            read_backoff_initial_ns=s.dispatcher_read_failure_backoff_initial_time_in_ms * MS,
+            read_backoff_max_ns=s.dispatcher_read_failure_backoff_max_time_in_ms * MS,
+            reads_in_flight_bytes=_reads_in_flight_limit(
+                s.managed_ledger_max_reads_in_flight_size_in_mb, s.dispatcher_max_read_size_bytes
+            ),
+            reads_in_flight_timeout_ns=(
+                s.managed_ledger_max_reads_in_flight_permits_acquire_timeout_millis * MS
+            ),
+            reads_in_flight_max_line=s.managed_ledger_max_reads_in_flight_permits_acquire_queue_size,
         )
+
+
+def _reads_in_flight_limit(limit_mb: int, max_read_bytes: int) -> int:
+    """managedLedgerMaxReadsInFlightSizeInMB in bytes. As Pulsar's broker does when it builds the
+    managed-ledger factory, a limit below one read of dispatcherMaxReadSizeBytes is raised to
+    ``dispatcherMaxReadSizeBytes / 1 MiB + 1`` MiB, so that a single read always fits."""
+    if limit_mb <= 0:
+        return 0
+    return max(limit_mb, max_read_bytes // MIB + 1) * MIB
 
 
 @dataclass(frozen=True)
@@ -160,6 +196,9 @@ class Broker:
         self.cache_released = cache.released
         self.cache_cursors_changed = cache.cursors_changed
         self.max_read_batch = tuning.max_read_batch
+        self.max_read_bytes = tuning.max_read_bytes
+        # The read path when reads take time (``reads.py``); None: reads are synchronous.
+        self.reads: Reads | None = None
         self.delayed_strict = tuning.delayed_strict
         self.batch_index_acks = tuning.batch_index_acks
         self.counters = Counters()
@@ -177,6 +216,7 @@ class Broker:
     def build(self, workload: WorkloadSpec) -> None:
         """Create topics, subscriptions, consumers, producers, events and periodic tasks."""
         self._end_ns = round((workload.duration_s + workload.drain_s) * NS)
+        self.reads = self._new_reads(workload.storage)
         for spec in workload.topics:
             until_s = spec.publish_until_s
             end_ns = round((until_s if until_s is not None else workload.duration_s) * NS)
@@ -205,6 +245,24 @@ class Broker:
         )
         self.loop.call_every(STATS_INTERVAL_NS, STATS_INTERVAL_NS, self._check_active_cursors)
         self.loop.call_every(0, SAMPLE_INTERVAL_NS, self._sample)
+
+    def _new_reads(self, storage: StorageSpec) -> Reads | None:
+        """The read path of ``reads.py`` when reads take time or their bytes in flight are
+        limited; None (synchronous reads) otherwise."""
+        t = self.tuning
+        if not storage.reads_take_time and not t.reads_in_flight_bytes:
+            return None
+        limiter = None
+        if t.reads_in_flight_bytes:
+            limiter = InflightReadsLimiter(
+                t.reads_in_flight_bytes,
+                t.reads_in_flight_timeout_ns,
+                t.reads_in_flight_max_line,
+                self.loop,
+                self.counters,
+            )
+        pending = PendingReads(Storage(storage, self.seed), self.loop, self.counters)
+        return Reads(pending, limiter)
 
     def _add_topic(self, name: str, spec: TopicSpec, index: int, backlog: Backlog) -> Topic:
         ledger = ManagedLedger(name, self._ledger_ids, self.tuning.max_entries_per_ledger)
@@ -402,10 +460,10 @@ class Broker:
         count_foreign_tick_changes(self.dispatchers)
         for dispatcher in self.dispatchers:
             dispatcher.end_pause(now)
-        metrics: dict[str, float] = {
-            k: v for k, v in c.as_dict().items() if k not in ("dispatch_paused_ns",)
-        }
+        metrics: dict[str, float] = {k: v for k, v in c.as_dict().items() if not k.endswith("_ns")}
         metrics["dispatch_paused_ms"] = c.dispatch_paused_ns / MS
+        metrics["storage_wait_ms"] = c.storage_wait_ns / MS
+        metrics["read_permit_wait_ms"] = c.read_permit_wait_ns / MS
         metrics["unacked_at_end"] = sum(unacked_messages(d.cursor) for d in self.dispatchers)
         metrics["dedup_producers_lost"] = sum(t.dedup.lost for t in self.topics if t.dedup)
         metrics["latency_p50_ms"], metrics["latency_p99_ms"] = _percentiles(

@@ -7,13 +7,17 @@ entries; delayed messages go to the delayed-delivery tracker and come back when 
 reads while the ack-state persister asks for a pause or the tracker's fixed-delay rule says so.
 Delayed delivery and the pause are Shared and Key_Shared features: Pulsar's single-active-consumer
 dispatcher (Exclusive, Failover) has no tracker and dispatches a delayed message at once. Reads are
-synchronous: the model has no read latency.
+synchronous unless reads take time (``reads.py``): then a read is an operation under way, and
+the dispatcher issues no other until it completes, as Pulsar's dispatchers wait for their pending
+read. Normal reads are capped at ``dispatcherMaxReadSizeBytes`` over the topic's average entry
+size.
 """
 
 from __future__ import annotations
 
 from bisect import bisect_right
 from collections.abc import Callable, Iterable
+from functools import partial
 from itertools import accumulate
 from typing import TYPE_CHECKING, Any, Final
 
@@ -32,6 +36,7 @@ from brokerlab.broker.ledger import (
     BoxedPosition,
     Ledger,
 )
+from brokerlab.broker.reads import Backoff, ReadOp, Reads
 from brokerlab.broker.replay import ReplayQueue
 from brokerlab.broker.settlement import start_processing
 from brokerlab.broker.streams import stream
@@ -67,9 +72,11 @@ class Dispatcher:
     # Slots, not a __dict__: one memory access less per attribute, which shows when 10,000
     # dispatchers take turns and none of them stays in the processor's caches.
     __slots__ = (
+        "_backoff",
         "_key_shared",
         "_multi",
         "_new_tracker",
+        "_pending",
         "_reading",
         "_rng",
         "_rr",
@@ -88,6 +95,8 @@ class Dispatcher:
         "own_tick_ms",
         "paused_since",
         "persister",
+        "read_batch",
+        "reads",
         "replay",
         "restart_acked",
         "restart_forgotten",
@@ -128,6 +137,8 @@ class Dispatcher:
         self.replay: ReplayQueue[Consumer] = ReplayQueue()
         self.tracker: DelayedDeliveryTracker | None = None
         self._reading = False
+        # The read under way when reads take time (``reads.py``); None between reads.
+        self._pending: ReadOp | None = None
         self.waiting = False
         self.active = False
         self._multi = kind in MULTI_CONSUMER
@@ -160,6 +171,11 @@ class Dispatcher:
         self._new_tracker = new_tracker
         self.tick_seen = 0
         self.own_tick_ms = 0
+        # Entries per read: dispatcherMaxReadBatchSize, down to dispatcherMinReadBatchSize after
+        # a failed read and doubling back with each successful one, as Pulsar's dispatchers do.
+        self.read_batch = broker.tuning.max_read_batch
+        self.reads: Reads | None = broker.reads
+        self._backoff: Backoff | None = None
         self._open_tracker()
 
     # ---- wiring -------------------------------------------------------------------------------
@@ -223,7 +239,7 @@ class Dispatcher:
         self._reading = True
         try:
             tried_replay = tracker_empty = False
-            max_read_batch = self.broker.max_read_batch
+            max_read_batch = self.read_batch
             multi = self._multi
             while True:
                 # The permits of the connected consumers (a multi-consumer subscription sums
@@ -244,6 +260,8 @@ class Dispatcher:
                     if self._read_replay(limit):
                         tried_replay = False
                         continue
+                    if self._pending is not None:
+                        return  # its storage read completes later
                 tracker = self.tracker  # None: a single-active-consumer subscription
                 if tracker is not None and not tracker_empty and tracker.has_message_available():
                     due = tracker.get_scheduled_messages(limit)
@@ -253,6 +271,8 @@ class Dispatcher:
                     # that keeps returning acknowledged positions must not spin this loop.
                     if due and self._read_positions(due, from_tracker=True):
                         continue
+                    if self._pending is not None:
+                        return
                     tracker_empty = True
                 if self.paused_since is not None or (
                     tracker is not None and tracker.should_pause_all_deliveries()
@@ -263,7 +283,8 @@ class Dispatcher:
                 if self.waiting or not self._read_new(limit, budget):
                     return
         finally:
-            self._reading = False
+            # A read under way keeps the dispatcher reading until it completes.
+            self._reading = self._pending is not None
 
     def _read_new(self, limit: int, budget: int) -> bool:
         """One normal read from the cursor's read position; False when there is nothing to read."""
@@ -287,6 +308,12 @@ class Dispatcher:
                 cursor.read_position = (ledger.boxed_id, first)  # moved over acks or a rollover
             self.waiting = True
             return False
+        # dispatcherMaxReadSizeBytes over the topic's average entry size, one entry at least.
+        written = ml.bytes_written
+        if written:
+            cap = self.broker.max_read_bytes * ml.entries_written() // written
+            if cap < limit:
+                limit = cap if cap > 1 else 1
         stop = min(end, first + limit)
         last = first
         if stop - first > 1:
@@ -295,6 +322,8 @@ class Dispatcher:
             # over up to dispatcherMaxReadBatchSize entries.
             fits = bisect_right(list(accumulate(ledger.column(BATCH, first, stop))), budget)
             last = first + max(fits, 1) - 1
+        if self.reads is not None:
+            return self._start_read(ReadOp(self, NEW, [(ledger, first, last)])) >= 0
         self._fetch(ledger, first, last)
         read_position = cursor.read_position = (ledger.boxed_id, last + 1)
         if last + 1 == end and ledger is ml.current:
@@ -319,6 +348,7 @@ class Dispatcher:
             else:
                 miss_sizes = [ledger.field(e, SIZE) for e in misses]
             counters = broker.counters
+            counters.storage_read_ops += 1
             counters.storage_entries_read += len(misses)
             # A loop, not sum(): compiled, sum is a call through the builtins module.
             total = 0
@@ -344,6 +374,8 @@ class Dispatcher:
 
     def _read_positions(self, positions: Iterable[Position], *, from_tracker: bool) -> int:
         """Read given positions (replay or due delayed messages), grouped in contiguous runs."""
+        if self.reads is not None:
+            return max(0, self._start_read(self._runs_of(positions, from_tracker)))
         dispatched = 0
         run: list[Position] = []
         for pos in sorted(positions):
@@ -363,6 +395,171 @@ class Dispatcher:
         if from_tracker:
             self._check_delayed_returns(run)
         return self._dispatch_range(ledger, first, last, DELAYED if from_tracker else REPLAY)
+
+    # ---- reads that take time (reads.py) --------------------------------------------------------
+
+    def _runs_of(self, positions: Iterable[Position], from_tracker: bool) -> ReadOp:
+        """A read of ``positions`` (replay or due delayed messages) in contiguous runs."""
+        ml = self.topic.ledger
+        runs: list[tuple[Ledger, int, int]] = []
+        for ledger_id, entry_id in sorted(positions):
+            if runs:
+                ledger, first, last = runs[-1]
+                if ledger.ledger_id == ledger_id and last + 1 == entry_id:
+                    runs[-1] = (ledger, first, entry_id)
+                    continue
+            runs.append((ml.ledger(ledger_id), entry_id, entry_id))
+        return ReadOp(self, DELAYED if from_tracker else REPLAY, runs)
+
+    def _start_read(self, op: ReadOp) -> int:
+        """Start ``op`` from :meth:`read_more`: the entries it dispatched if it completed at once
+        (every entry in the cache, permits to spare), or -1 while it is under way."""
+        reads = self.reads
+        assert reads is not None
+        loop = self.broker.loop
+        op.started_ns = loop.now_ns()
+        limiter = reads.limiter
+        if limiter is not None:
+            granted = limiter.acquire(op, reads.estimate(self.topic_name, op.entries()))
+            if granted is None:
+                self._pending = op  # waits in the limiter's line
+                return -1
+            if not granted:
+                # The line is full: the read fails, through the executor as in Pulsar.
+                self._pending = op
+                loop.soon(partial(self.read_failed, op))
+                return -1
+        self._fetch_op(op)
+        if op.waiting:
+            self._pending = op
+            return -1
+        return self._finish_op(op)
+
+    def _fetch_op(self, op: ReadOp) -> None:
+        """Look up ``op``'s runs in the cache; send what missed to storage."""
+        reads = self.reads
+        assert reads is not None
+        broker = self.broker
+        topic = self.topic_name
+        reader = self.cursor.name
+        for ledger, first, last in op.runs:
+            misses = broker.cache_read(topic, ledger.boxed_id, first, last, reader)
+            if misses:
+                op.waiting += 1
+                reads.pending.read(
+                    ledger,
+                    misses,
+                    partial(self._cache_fill, op, ledger),
+                    partial(self._storage_arrived, op),
+                )
+
+    def _cache_fill(self, op: ReadOp, ledger: Ledger, entry_ids: list[int]) -> None:
+        """Entries ``op`` read from storage itself go into the cache, as its reader decides."""
+        if op.cancelled:
+            return  # the topic closed meanwhile: the cache they were read for is gone
+        sizes = [ledger.field(e, SIZE) for e in entry_ids]
+        self.broker.cache_storage_read(
+            self.topic_name, ledger.boxed_id, entry_ids, sizes, self.cursor.name
+        )
+
+    def _storage_arrived(self, op: ReadOp) -> None:
+        op.waiting -= 1
+        if op.waiting:
+            return
+        if op.cancelled:
+            self._release(op)
+            return
+        self._complete_pending(op)
+
+    def permits_granted(self, op: ReadOp) -> None:
+        """The in-flight limiter let ``op`` through after it waited in line."""
+        if op.cancelled:
+            self._release(op)
+            return
+        self._fetch_op(op)
+        if not op.waiting:
+            self._complete_pending(op)
+
+    def _complete_pending(self, op: ReadOp) -> None:
+        self._pending = None
+        self._finish_op(op)
+        self._reading = False
+        self.read_more()
+
+    def _finish_op(self, op: ReadOp) -> int:
+        """``op``'s entries are here: hand them to consumers, then give its permits back."""
+        broker = self.broker
+        broker.counters.storage_wait_ns += broker.loop.now_ns() - op.started_ns
+        reads = self.reads
+        assert reads is not None
+        if reads.limiter is not None:
+            # As Pulsar's cache: the next estimate uses the size of this read's first entry.
+            ledger, first, _ = op.runs[0]
+            reads.estimated_entry_size[self.topic_name] = ledger.field(first, SIZE)
+        most = broker.tuning.max_read_batch
+        if self.read_batch < most:
+            self.read_batch = min(self.read_batch * 2, most)
+        if self._backoff is not None:
+            self._backoff.reduce_to_half()
+        dispatched = self._dispatch_op(op)
+        self._release(op)
+        return dispatched
+
+    def _release(self, op: ReadOp) -> None:
+        reads = self.reads
+        if reads is not None and reads.limiter is not None and op.permits:
+            reads.limiter.release(op)
+
+    def _dispatch_op(self, op: ReadOp) -> int:
+        if op.source == NEW:
+            ledger, first, last = op.runs[0]
+            cursor = self.cursor
+            read_position = cursor.read_position = (ledger.boxed_id, last + 1)
+            if last + 1 == len(ledger) and ledger is self.topic.ledger.current:
+                self.waiting = True
+            if self.active and self._tracks_read:
+                self.topic.cursors.update(cursor.name, read_position)
+                self.broker.cache_cursors_changed(self.topic_name)
+            return self._dispatch_range(ledger, first, last, NEW)
+        dispatched = 0
+        for ledger, first, last in op.runs:
+            if op.source == DELAYED:
+                boxed_id = ledger.boxed_id
+                self._check_delayed_returns([(boxed_id, e) for e in range(first, last + 1)])
+            dispatched += self._dispatch_range(ledger, first, last, op.source)
+        return dispatched
+
+    def read_failed(self, op: ReadOp) -> None:
+        """``op`` failed (the in-flight limiter timed it out or had no room in line): as Pulsar's
+        dispatchers, back off, and read one entry at a time until reads succeed again. Due delayed
+        messages wait in the replay queue, as Pulsar keeps them among its redeliveries."""
+        if op.cancelled:
+            return
+        broker = self.broker
+        self._pending = None
+        self._reading = False
+        broker.counters.read_failures += 1
+        self.read_batch = broker.tuning.min_read_batch
+        if op.source == DELAYED:
+            for ledger, first, last in op.runs:
+                for entry_id in range(first, last + 1):
+                    self._defer((ledger.boxed_id, entry_id), ledger.field(entry_id, KEY))
+        backoff = self._backoff
+        if backoff is None:
+            t = broker.tuning
+            backoff = self._backoff = Backoff(t.read_backoff_initial_ns, t.read_backoff_max_ns)
+        loop = broker.loop
+        loop.at(loop.now_ns() + backoff.next_ns(), self.read_more)
+
+    def cancel_read(self) -> None:
+        """The topic closes (a restart or an unload): drop the read under way. What it read is
+        dropped when it arrives, and the permits it holds go back then (or, still in the
+        limiter's line, once it is served)."""
+        op = self._pending
+        if op is not None:
+            op.cancelled = True
+            self._pending = None
+        self._reading = False
 
     # ---- dispatching --------------------------------------------------------------------------
 

@@ -99,6 +99,7 @@ class ManagedLedger:
         "_first_index",
         "_ids",
         "_order",
+        "bytes_written",
         "current",
         "current_id",
         "ledgers",
@@ -119,6 +120,9 @@ class ManagedLedger:
         # Ledger ids in order and the global index of each ledger's first entry, for backlog counts.
         self._first_index: list[int] = []
         self._order: list[int] = []
+        # Bytes of every entry appended: with ``entries_written`` the average entry size that
+        # caps a read at dispatcherMaxReadSizeBytes (Pulsar's managed-ledger entry-size stats).
+        self.bytes_written = 0
         self._open_new_ledger()
 
     def _open_new_ledger(self) -> Ledger:
@@ -153,7 +157,12 @@ class ManagedLedger:
         fields.append(key)
         fields.append(batch)
         fields.append(deliver_at_ms)
+        self.bytes_written += size
         return (ledger.boxed_id, entry_id)
+
+    def entries_written(self) -> int:
+        """Entries appended to this managed ledger, over all its ledgers."""
+        return self._first_index[-1] + len(self.current)
 
     def ledger(self, ledger_id: int) -> Ledger:
         """The ledger ``ledger_id``; the open one without a lookup (a tail reader's every read)."""

@@ -24,11 +24,15 @@ __all__ = ["reload", "unacked_messages"]
 
 
 def reload(broker: Broker, graceful: bool) -> None:
+    reads = broker.reads
     for topic in broker.topics:
         broker.cache.close_ledger(topic.name)
+        if reads is not None:
+            reads.pending.forget(list(topic.ledger.ledgers))
         if topic.dedup is not None:
             broker.account(topic.dedup.reload(graceful))
     for dispatcher in broker.dispatchers:
+        dispatcher.cancel_read()
         cursor = dispatcher.cursor
         was_connected = [c for c in dispatcher.consumers if c.connected]
         # What was dispatched and not acknowledged goes out again after the restart. A set

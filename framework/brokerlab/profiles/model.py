@@ -129,6 +129,32 @@ class BrokerSettings(BaseSettings):
         "new one. It also sets the span of one ledger's long-array ack state.",
         json_schema_extra=_ml(f"{_ACK} §9"),
     )
+    managed_ledger_max_reads_in_flight_size_in_mb: JavaLong = Field(
+        default=0,
+        alias="managedLedgerMaxReadsInFlightSizeInMB",
+        ge=0,
+        description="Broker-wide limit on the estimated bytes of entries read (from storage or the "
+        "cache) and not yet handed to consumers, in MiB; 0 disables it. A read waits in line "
+        "until its estimate fits. A limit below dispatcherMaxReadSizeBytes / 1 MiB + 1 is raised "
+        "to that, as Pulsar's broker does.",
+        json_schema_extra=_ml("issue #23 (storage reads)"),
+    )
+    managed_ledger_max_reads_in_flight_permits_acquire_timeout_millis: JavaLong = Field(
+        default=60_000,
+        alias="managedLedgerMaxReadsInFlightPermitsAcquireTimeoutMillis",
+        ge=0,
+        description="How long a read may wait in line for the in-flight limit before it fails "
+        "(the dispatcher then backs off); 0 waits without limit.",
+        json_schema_extra=_ml("issue #23 (storage reads)"),
+    )
+    managed_ledger_max_reads_in_flight_permits_acquire_queue_size: int = Field(
+        default=50_000,
+        alias="managedLedgerMaxReadsInFlightPermitsAcquireQueueSize",
+        ge=1,
+        description="Most reads that may wait in line for the in-flight limit; one more fails "
+        "at once.",
+        json_schema_extra=_ml("issue #23 (storage reads)"),
+    )
     max_message_size: int = Field(
         default=5_242_880,
         alias="maxMessageSize",
@@ -146,6 +172,38 @@ class BrokerSettings(BaseSettings):
         description="Most entries a subscription's dispatcher reads in one batch, from the cache "
         "or from storage.",
         json_schema_extra=_meta("Dispatcher", "pulsar", "issue #3 (broker model)"),
+    )
+    dispatcher_max_read_size_bytes: int = Field(
+        default=5 * 1024 * 1024,
+        alias="dispatcherMaxReadSizeBytes",
+        ge=1,
+        description="Most bytes a subscription's dispatcher reads in one normal read: the batch is "
+        "capped at this divided by the topic's average entry size (at least one entry).",
+        json_schema_extra=_meta("Dispatcher", "pulsar", "issue #23 (storage reads)"),
+    )
+    dispatcher_min_read_batch_size: int = Field(
+        default=1,
+        alias="dispatcherMinReadBatchSize",
+        ge=1,
+        description="Read batch size a dispatcher falls back to after a failed read; each "
+        "successful read doubles it again, up to dispatcherMaxReadBatchSize.",
+        json_schema_extra=_meta("Dispatcher", "pulsar", "issue #23 (storage reads)"),
+    )
+    dispatcher_read_failure_backoff_initial_time_in_ms: int = Field(
+        default=15_000,
+        alias="dispatcherReadFailureBackoffInitialTimeInMs",
+        ge=0,
+        description="How long a dispatcher waits before reading again after its first failed "
+        "read (here: a read refused by the in-flight reads limiter); doubles with each further "
+        "failure, halves with each success.",
+        json_schema_extra=_meta("Dispatcher", "pulsar", "issue #23 (storage reads)"),
+    )
+    dispatcher_read_failure_backoff_max_time_in_ms: int = Field(
+        default=60_000,
+        alias="dispatcherReadFailureBackoffMaxTimeInMs",
+        ge=0,
+        description="Longest wait between a failed read and the next attempt.",
+        json_schema_extra=_meta("Dispatcher", "pulsar", "issue #23 (storage reads)"),
     )
 
     # --- Entry cache ------------------------------------------------------------------------

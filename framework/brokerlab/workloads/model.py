@@ -160,7 +160,13 @@ class DurationSpec(_Strict):
 
     @model_validator(mode="after")
     def _keys_of_its_kind(self) -> DurationSpec:
-        foreign = sorted(self.model_fields_set - {"kind"} - _DURATION_KEYS[self.kind])
+        # Keys of another kind that differ from their defaults (a dumped document holds them all).
+        fields = type(self).model_fields
+        foreign = sorted(
+            key
+            for key in self.model_fields_set - {"kind"} - _DURATION_KEYS[self.kind]
+            if getattr(self, key) != fields[key].default
+        )
         if foreign:
             raise ValueError(
                 f"{', '.join(foreign)} does not apply to kind {self.kind!r}, which reads "

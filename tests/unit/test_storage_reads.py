@@ -1,0 +1,334 @@
+"""Reads that take time (``broker/reads.py``): storage latency, shared reads, the in-flight limit,
+read-size caps and back-off, each against a case computed by hand."""
+
+from __future__ import annotations
+
+import math
+import textwrap
+from functools import partial
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from brokerlab import load_profile
+from brokerlab.broker.broker import Broker, Counters
+from brokerlab.broker.events import EventLoop
+from brokerlab.broker.ledger import NO_KEY, Ledger
+from brokerlab.broker.reads import Backoff, PendingReads, Storage
+from brokerlab.broker.simulator import wire_broker
+from brokerlab.host import PluginHost
+from brokerlab.metrics import invariants
+from brokerlab.simulation import load_workload, simulate
+from brokerlab.workloads import DurationSpec, StorageSpec, WorkloadSpec, parse_workload
+
+MS = 1_000_000
+HOST = PluginHost()
+# Reads capped just below 1 MiB (never binding on 100 entries of 1 KiB), so that a 1 MiB in-flight
+# limit is not raised to fit one read of the default 5 MiB.
+SMALL_READS = "dispatcherMaxReadSizeBytes=1048575"
+# Every read misses (the disabled cache), so each read goes to storage.
+NO_CACHE = ("sim.entryCache=disabled", "sim.ackStatePersister=unlimited")
+
+
+def workload(storage: str, subscriptions: int = 1, backlog: int = 1000, batch: int = 1) -> str:
+    """A topic whose producer is all but silent, with ``backlog`` entries of 1 KiB to read."""
+    return textwrap.dedent(
+        f"""
+        name = "reads"
+        duration_s = 5
+        [storage]
+        {storage}
+        [[topics]]
+        name = "t"
+        rate = 0.001
+        arrival = "constant"
+        backlog = {backlog * batch}
+        batch_size = {batch}
+        message_size = {{ kind = "fixed", value = 1024 }}
+        [[topics.subscriptions]]
+        name = "s"
+        count = {subscriptions}
+        type = "Exclusive"
+        initial_position = "earliest"
+        [[topics.subscriptions.consumers]]
+        """
+    )
+
+
+def broker(document: str, *settings: str) -> tuple[Broker, EventLoop]:
+    spec = parse_workload(document, "reads.toml")
+    assert isinstance(spec, WorkloadSpec)
+    profile = load_profile(None, [*NO_CACHE, *settings], host=HOST)
+    loop = EventLoop()
+    b = wire_broker(profile, HOST.resolve(profile), loop, 0)
+    b.build(spec)
+    return b, loop
+
+
+def test_reads_that_take_no_time_are_synchronous() -> None:
+    b, loop = broker(workload(""))
+    assert b.reads is None
+    loop.run_until(0)
+    assert b.counters.delivered == 1000  # ten reads of 100 entries, all at time zero
+    assert b.counters.storage_read_ops == 10
+
+
+def test_each_read_waits_for_its_latency_and_the_next_starts_after_it() -> None:
+    """Fixed 10 ms per read, batches of 100: the n-th batch arrives at n x 10 ms."""
+    b, loop = broker(workload("read_latency_ms = 10"))
+    for n in range(1, 11):
+        loop.run_until(n * 10 * MS - 1)
+        assert b.counters.delivered == (n - 1) * 100
+        loop.run_until(n * 10 * MS)
+        assert b.counters.delivered == n * 100
+    assert b.counters.storage_read_ops == 10
+    assert b.counters.storage_wait_ns == 10 * 10 * MS
+
+
+def test_transfer_time_adds_the_bytes_over_the_bandwidth() -> None:
+    """10 ms per MiB and reads of 100 x 1 KiB: each read takes 100 KiB / 1 MiB x 10 ms."""
+    b, loop = broker(workload("read_ms_per_mib = 10"))
+    per_read = round(100 * 1024 * 10 * MS / (1024 * 1024))
+    loop.run_until(10 * per_read - 1)
+    assert b.counters.delivered == 900
+    loop.run_until(10 * per_read)
+    assert b.counters.delivered == 1000
+
+
+def test_two_cursors_reading_the_same_entries_within_the_latency_share_one_read() -> None:
+    """Two subscriptions in lockstep: every read of the second attaches to the first's storage
+    read under way, so storage serves each entry once."""
+    b, loop = broker(workload("read_latency_ms = 10", subscriptions=2))
+    loop.run_until(10 * MS - 1)
+    assert b.counters.storage_read_ops == 1
+    assert b.counters.storage_entries_shared == 100
+    loop.run_until(10 * MS)
+    assert b.counters.delivered == 200
+    loop.run_until(200 * MS)
+    assert b.counters.delivered == 2000
+    assert b.counters.storage_entries_read == 1000
+    assert b.counters.storage_entries_shared == 1000
+    assert b.counters.storage_read_ops == 10
+
+
+def test_without_latency_the_same_two_cursors_read_everything_twice() -> None:
+    b, loop = broker(workload("", subscriptions=2))
+    loop.run_until(200 * MS)
+    assert b.counters.storage_entries_read == 2000
+    assert b.counters.storage_entries_shared == 0
+
+
+def test_a_read_overlapping_one_under_way_reads_only_what_lies_outside_it() -> None:
+    """Subscription b starts at entry 50: it asks for 50-149 while a's read of 0-99 is under way,
+    takes 50-99 from a's read, and reads 100-149 once a's read is over, as Pulsar's
+    PendingReadsManager does."""
+    b, loop = broker(workload("read_latency_ms = 10", subscriptions=2))
+    first, second = b.dispatchers
+    ledger_id = b.topics[0].ledger.current_id
+    second.cursor.read_position = (ledger_id, 50)
+    loop.run_until(0)
+    assert b.counters.storage_read_ops == 1  # a's 0-99; b waits on it
+    assert b.counters.storage_entries_shared == 50
+    loop.run_until(10 * MS)
+    # a's read arrived; b's right-hand part (100-149) started then, a's next read (100-199) too,
+    # and the later of the two attached to the earlier.
+    assert first.cursor.read_position == (ledger_id, 100)
+    assert second.cursor.read_position == (ledger_id, 50)
+    loop.run_until(20 * MS)
+    assert second.cursor.read_position == (ledger_id, 150)
+
+
+def test_the_in_flight_limit_makes_a_read_wait_for_anothers_permits() -> None:
+    """1 MiB limit. Before any read completes, a read of 100 entries is estimated at
+    100 x (10 KiB + 64) = 1,030,400 bytes: b's first read does not fit beside a's and waits in
+    line until a hands its entries over (10 ms). a's next read, estimated from the real entry size
+    (100 x 1,088 bytes), does not fit beside b's old estimate and waits until b is done (20 ms).
+    From then on both fit, and b's reads attach to a's again."""
+    b, loop = broker(
+        workload("read_latency_ms = 10", subscriptions=2),
+        "managedLedgerMaxReadsInFlightSizeInMB=1",
+        SMALL_READS,
+    )
+    loop.run_until(10 * MS)
+    assert b.counters.delivered == 100
+    assert b.counters.reads_in_flight_peak_bytes == 100 * (10 * 1024 + 64)
+    loop.run_until(20 * MS - 1)
+    assert b.counters.delivered == 100
+    assert b.counters.storage_entries_shared == 0  # b began after a's read was over
+    loop.run_until(20 * MS)
+    assert b.counters.delivered == 200
+    assert b.counters.read_permit_wait_ns == 10 * MS + 10 * MS
+    loop.run_until(30 * MS - 1)
+    assert b.counters.storage_entries_shared == 100  # a's second read attached to b's
+    loop.run_until(30 * MS)
+    assert b.counters.delivered == 400
+    loop.run_until(1000 * MS)
+    assert b.counters.delivered == 2000
+
+
+def test_a_read_that_waits_past_the_timeout_fails_and_the_dispatcher_backs_off() -> None:
+    """Batches of 200 are estimated at 200 x 10,304 bytes, more than the whole 1 MiB limit: the
+    first read waits 1 s in line, fails, and the dispatcher waits 0.5 s, then reads 1 entry,
+    then 2, 4, 8, ... (the read batch doubles with each success)."""
+    b, loop = broker(
+        workload("read_latency_ms = 10"),
+        "managedLedgerMaxReadsInFlightSizeInMB=1",
+        SMALL_READS,
+        "managedLedgerMaxReadsInFlightPermitsAcquireTimeoutMillis=1000",
+        "dispatcherMaxReadBatchSize=200",
+        "dispatcherReadFailureBackoffInitialTimeInMs=500",
+    )
+    loop.run_until(1500 * MS - 1)
+    assert b.counters.delivered == 0
+    assert b.counters.read_failures == 1
+    batches = [1, 2, 4, 8, 16]
+    for n in range(1, len(batches) + 1):
+        loop.run_until(1500 * MS + n * 10 * MS)
+        assert b.counters.delivered == sum(batches[:n])
+    assert b.dispatchers[0].read_batch == 32
+
+
+def test_a_full_line_fails_the_read_at_once() -> None:
+    b, loop = broker(
+        workload("read_latency_ms = 10", subscriptions=3),
+        "managedLedgerMaxReadsInFlightSizeInMB=1",
+        SMALL_READS,
+        "managedLedgerMaxReadsInFlightPermitsAcquireQueueSize=1",
+    )
+    loop.run_until(0)
+    # a holds the permits, b waits in the line of one, c finds it full.
+    assert b.counters.read_failures == 1
+
+
+def test_a_small_in_flight_limit_is_raised_to_fit_one_whole_read() -> None:
+    b, _ = broker(workload(""), "managedLedgerMaxReadsInFlightSizeInMB=2")
+    assert b.tuning.reads_in_flight_bytes == 6 * 1024 * 1024  # 5 MiB reads: 5 + 1
+    b, _ = broker(workload(""), "managedLedgerMaxReadsInFlightSizeInMB=2", SMALL_READS)
+    assert b.tuning.reads_in_flight_bytes == 2 * 1024 * 1024
+
+
+def test_a_read_is_capped_at_the_read_size_over_the_average_entry_size() -> None:
+    """dispatcherMaxReadSizeBytes = 10 KiB over 1 KiB entries: reads of 10 entries, not 100."""
+    b, loop = broker(workload(""), "dispatcherMaxReadSizeBytes=10240")
+    loop.run_until(0)
+    assert b.counters.storage_read_ops == 100
+    assert b.counters.delivered == 1000
+
+
+def test_the_cap_still_reads_one_entry_when_an_entry_is_larger_than_it() -> None:
+    b, loop = broker(workload(""), "dispatcherMaxReadSizeBytes=100")
+    loop.run_until(0)
+    assert b.counters.storage_read_ops == 1000
+
+
+def test_backoff_doubles_up_to_its_maximum_and_halves_on_success() -> None:
+    backoff = Backoff(100, 1000)
+    assert [backoff.next_ns() for _ in range(6)] == [100, 200, 400, 800, 1000, 1000]
+    backoff.reduce_to_half()
+    assert backoff.next_ns() == 500
+    for _ in range(10):
+        backoff.reduce_to_half()
+    assert backoff.next_ns() == 100
+
+
+def test_a_restart_drops_the_reads_under_way_and_loses_nothing() -> None:
+    """Reads under way when the broker restarts are dropped; the cursors recover and read again,
+    and every message is still delivered, none after its acknowledgement."""
+    document = workload("read_latency_ms = 10", subscriptions=2)
+    document += '[[events]]\nat_s = 0.035\nkind = "restart"\n'
+    b, loop = broker(document)
+    loop.run_until(1000 * MS)
+    metrics = b.finish()
+    assert metrics["broker_restarts"] == 1
+    assert metrics["redelivered_after_restart"] + metrics["redelivered"] > 0
+    assert metrics["unacked_at_end"] == 0
+    assert metrics["delivered_after_ack"] == metrics["lost"] == 0
+
+
+@pytest.mark.parametrize("cache", ["pip430", "disabled"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "ack-holes-restart",
+        "catch-up-fanout",
+        "delayed-mixed",
+        "key-shared-slow-consumer",
+        "reconnect-storm",
+        "tailing",
+    ],
+)
+def test_built_in_workloads_keep_every_invariant_with_slow_storage(name: str, cache: str) -> None:
+    """Each built-in workload, shortened, with lognormal read latency and a small in-flight
+    limit: the invariants stay zero, and every storage read kept its reader waiting."""
+    spec = load_workload(HOST, name)
+    assert isinstance(spec, WorkloadSpec)
+    spec = spec.model_copy(
+        update={
+            "duration_s": min(spec.duration_s, 10.0),
+            "drain_s": 0.0,
+            "storage": spec.storage.model_validate(
+                {"read_latency_ms": {"kind": "lognormal", "median": 3, "sigma": 0.8}}
+            ),
+            "events": tuple(e for e in spec.events if e.at_s <= 10.0),
+        }
+    )
+    settings = ["managedLedgerMaxReadsInFlightSizeInMB=4", f"sim.entryCache={cache}"]
+    profile = load_profile(None, settings, host=HOST)
+    metrics = simulate(profile, spec, 0, host=HOST).metrics
+    for invariant in invariants():
+        assert metrics[invariant] == 0, invariant
+    assert metrics["delivered"] > 0
+    assert (metrics["storage_wait_ms"] > 0) == (metrics["storage_read_ops"] > 0)
+    if cache == "disabled":
+        assert metrics["storage_read_ops"] > 0
+    assert math.isfinite(metrics["latency_p99_ms"])
+
+
+@given(
+    requests=st.lists(
+        st.tuples(st.integers(0, 30), st.integers(0, 60), st.integers(1, 40)),
+        min_size=1,
+        max_size=12,
+    )
+)
+def test_pending_reads_serve_every_entry_once_and_in_time(
+    requests: list[tuple[int, int, int]],
+) -> None:
+    """Reads of random ranges of one ledger at random instants, 10 ms per storage read: each
+    requester is served exactly once, no sooner than it asked and within a bounded chain of reads
+    (the part it attached to, then what lies outside it, which may attach again); each requested
+    entry is either read from storage or taken from another read, never both; and a requester
+    caches only entries it asked for."""
+    loop = EventLoop()
+    counters = Counters()
+    storage = Storage(StorageSpec(read_latency_ms=DurationSpec(value=10)), 0)
+    pending = PendingReads(storage, loop, counters)
+    ledger = Ledger(1)
+    for _ in range(200):
+        ledger.fields.extend([1024, 0, NO_KEY, 1, 0])
+    served: dict[int, list[int]] = {}
+    cached: dict[int, list[int]] = {}
+    asked: dict[int, tuple[int, list[int]]] = {}
+
+    def ask(i: int, misses: list[int]) -> None:
+        asked[i] = (loop.now_ns(), misses)
+        pending.read(
+            ledger,
+            misses,
+            lambda ids: cached.setdefault(i, []).extend(ids),
+            lambda: served.setdefault(i, []).append(loop.now_ns()),
+        )
+
+    for i, (at_ms, first, length) in enumerate(requests):
+        loop.at(at_ms * MS, partial(ask, i, list(range(first, first + length))))
+    loop.run_until(10_000 * MS)
+    assert sorted(served) == list(range(len(requests)))
+    for i, times in served.items():
+        asked_at, misses = asked[i]
+        assert len(times) == 1
+        assert asked_at <= times[0] <= asked_at + 10 * MS * (2 * len(requests) + 1)
+        assert set(cached.get(i, [])) <= set(misses)
+    requested = sum(len(misses) for _, misses in asked.values())
+    assert counters.storage_entries_read + counters.storage_entries_shared == requested
+    assert counters.storage_entries_read == sum(len(ids) for ids in cached.values())
