@@ -142,6 +142,21 @@ _TABLE: tuple[Metric, ...] = (
     ),
     Metric("storage_bytes_read", "bytes", "counter", "Bytes read from storage.", "cache"),
     Metric(
+        "unavailable_ms",
+        "ms",
+        "counter",
+        "Time topics were unavailable during restart and unload outages (outage_s), summed over "
+        "topics.",
+        "messages",
+    ),
+    Metric(
+        "held_entries",
+        "entries",
+        "counter",
+        "Entries producers held while their topic was unavailable, persisted once it was back.",
+        "messages",
+    ),
+    Metric(
         "storage_read_ops",
         "reads",
         "counter",

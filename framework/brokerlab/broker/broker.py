@@ -24,7 +24,7 @@ from brokerlab.broker.events import EventLoop
 from brokerlab.broker.ledger import LedgerIds, ManagedLedger
 from brokerlab.broker.publishing import Publisher, prefill
 from brokerlab.broker.reads import InflightReadsLimiter, PendingReads, Reads, Storage
-from brokerlab.broker.recovery import reload, unacked_messages
+from brokerlab.broker.recovery import come_up, go_down, reload, unacked_messages
 from brokerlab.broker.settlement import ProcessQueue
 from brokerlab.broker.streams import stream
 from brokerlab.protocols import (
@@ -74,6 +74,8 @@ class Counters:
     reads_in_flight_peak_bytes: int = 0
     read_permit_wait_ns: int = 0
     read_failures: int = 0
+    unavailable_ns: int = 0
+    held_entries: int = 0
     dispatch_paused_ns: int = 0
     broker_restarts: int = 0
     ack_persists: int = 0
@@ -161,7 +163,7 @@ class Topic:
     """A topic: its managed ledger, active-cursor container and subscriptions (its group's
     ``Publisher`` publishes to it)."""
 
-    __slots__ = ("cursors", "dedup", "dispatchers", "first_dispatcher", "ledger", "name")
+    __slots__ = ("cursors", "dedup", "dispatchers", "first_dispatcher", "held", "ledger", "name")
 
     def __init__(self, name: str, ledger: ManagedLedger, cursors: CursorContainer) -> None:
         self.name = name
@@ -173,6 +175,9 @@ class Topic:
         self.cursors = cursors
         self.dispatchers: tuple[Dispatcher, ...] = ()
         self.dedup: Deduplication | None = None
+        # While the topic is unavailable (its broker is down): what producers send meanwhile, as
+        # (size, sent_ns, key, batch, deliver_at_ms), persisted in order when it is back.
+        self.held: list[tuple[int, int, int, int, int]] | None = None
 
 
 class Broker:
@@ -210,6 +215,8 @@ class Broker:
         self._producer_names = 0
         self._end_ns = 0
         self._policies: dict[ConsumerPolicy, ConsumerPolicy] = {}
+        # When the broker went down for an outage (``recovery.go_down``); -1 while it is up.
+        self.down_since = -1
 
     # ---- building -----------------------------------------------------------------------------
 
@@ -229,7 +236,11 @@ class Broker:
             Publisher(self, topics, arrivals).start()
         for event in workload.events:
             at = round(event.at_s * NS)
-            if event.kind == "restart":
+            if event.kind in ("restart", "unload") and event.outage_s > 0:
+                graceful = event.kind == "unload"
+                self.loop.at(at, partial(self.go_down, graceful))
+                self.loop.at(at + round(event.outage_s * NS), self.come_up)
+            elif event.kind == "restart":
                 self.loop.at(at, self.restart)
             elif event.kind == "unload":
                 self.loop.at(at, self.unload)
@@ -354,6 +365,11 @@ class Broker:
     # ---- consumers ----------------------------------------------------------------------------
 
     def _connect(self, dispatcher: Dispatcher, consumer: Consumer) -> None:
+        if self.down_since >= 0:
+            # The topic is unavailable: the consumer connects once it is back.
+            if consumer not in dispatcher.reconnect_after_outage:
+                dispatcher.reconnect_after_outage.append(consumer)
+            return
         if consumer.connected:
             return
         consumer.connect()
@@ -362,6 +378,10 @@ class Broker:
         dispatcher.read_more()
 
     def _disconnect(self, dispatcher: Dispatcher, consumer: Consumer) -> None:
+        if self.down_since >= 0:
+            if consumer in dispatcher.reconnect_after_outage:
+                dispatcher.reconnect_after_outage.remove(consumer)
+            return
         if not consumer.connected:
             return
         back = consumer.take_back()
@@ -393,6 +413,8 @@ class Broker:
 
     def _check_active_cursors(self) -> None:
         """Pulsar's periodic check: a cursor with a large backlog stops counting as active."""
+        if self.down_since >= 0:
+            return
         threshold = self.tuning.backlogged_threshold
         for dispatcher in self.dispatchers:
             if not dispatcher.connected:
@@ -416,6 +438,8 @@ class Broker:
     # ---- periodic tasks -----------------------------------------------------------------------
 
     def _flush_cursors(self) -> None:
+        if self.down_since >= 0:
+            return  # nothing runs on a broker that is down
         for dispatcher in self.dispatchers:
             if self.account(dispatcher.persister.flush(dispatcher.cursor)):
                 # A write can end a pause (PIP-299 re-reads its cached size only when it persists).
@@ -447,6 +471,17 @@ class Broker:
         §3.7), then recovers what it persisted. In-memory state goes as in a restart."""
         reload(self, graceful=True)
 
+    def go_down(self, graceful: bool) -> None:
+        """The start of an outage: a crash (or, ``graceful``, a shutdown that unloads every topic
+        first); the topics stay unavailable until :meth:`come_up`."""
+        if not graceful:
+            self.counters.broker_restarts += 1
+        go_down(self, graceful)
+
+    def come_up(self) -> None:
+        """The end of an outage: the topics are loaded again, with cold caches."""
+        come_up(self)
+
     # ---- running ------------------------------------------------------------------------------
 
     @property
@@ -460,10 +495,14 @@ class Broker:
         count_foreign_tick_changes(self.dispatchers)
         for dispatcher in self.dispatchers:
             dispatcher.end_pause(now)
+        if self.down_since >= 0:  # an outage that lasts past the end of the run
+            c.unavailable_ns += (now - self.down_since) * len(self.topics)
+            self.down_since = now
         metrics: dict[str, float] = {k: v for k, v in c.as_dict().items() if not k.endswith("_ns")}
         metrics["dispatch_paused_ms"] = c.dispatch_paused_ns / MS
         metrics["storage_wait_ms"] = c.storage_wait_ns / MS
         metrics["read_permit_wait_ms"] = c.read_permit_wait_ns / MS
+        metrics["unavailable_ms"] = c.unavailable_ns / MS
         metrics["unacked_at_end"] = sum(unacked_messages(d.cursor) for d in self.dispatchers)
         metrics["dedup_producers_lost"] = sum(t.dedup.lost for t in self.topics if t.dedup)
         metrics["latency_p50_ms"], metrics["latency_p99_ms"] = _percentiles(

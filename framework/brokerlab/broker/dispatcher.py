@@ -97,6 +97,7 @@ class Dispatcher:
         "persister",
         "read_batch",
         "reads",
+        "reconnect_after_outage",
         "replay",
         "restart_acked",
         "restart_forgotten",
@@ -176,6 +177,8 @@ class Dispatcher:
         self.read_batch = broker.tuning.max_read_batch
         self.reads: Reads | None = broker.reads
         self._backoff: Backoff | None = None
+        # The consumers to connect when the topic is available again (``recovery.go_down``).
+        self.reconnect_after_outage: list[Consumer] = []
         self._open_tracker()
 
     # ---- wiring -------------------------------------------------------------------------------

@@ -103,8 +103,13 @@ def publish(
     """A producer's entry reaches ``topic`` at ``now``: persist it, cache it, wake readers.
 
     ``size`` and ``key`` are ints, passed on as the objects the caller holds (see
-    ``ManagedLedger.append``).
+    ``ManagedLedger.append``). While the topic is unavailable the producer holds the entry
+    (``Topic.held``); it is persisted when the topic is back, keeping ``now`` as its send time.
     """
+    held = topic.held
+    if held is not None:
+        held.append((size, now, key, batch, deliver_at_ms))
+        return
     pos = topic.ledger.append(size, now, key, batch, deliver_at_ms)
     if topic.dedup is not None:
         broker.account(topic.dedup.persisted(pos))

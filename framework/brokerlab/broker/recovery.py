@@ -11,19 +11,63 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
+from brokerlab.broker.consumer import Consumer
 from brokerlab.broker.cursor import Cursor
 from brokerlab.broker.dispatcher import count_foreign_tick_changes
 from brokerlab.broker.ledger import BATCH
+from brokerlab.broker.publishing import publish
 from brokerlab.protocols import Position, RecoveredAckState
 
 if TYPE_CHECKING:
     from brokerlab.broker.broker import Broker
     from brokerlab.broker.dispatcher import Dispatcher
 
-__all__ = ["reload", "unacked_messages"]
+__all__ = ["come_up", "go_down", "reload", "unacked_messages"]
 
 
 def reload(broker: Broker, graceful: bool) -> None:
+    """A restart or an unload with no outage: each subscription closes and opens again at once."""
+    _close_topics(broker, graceful)
+    for dispatcher in broker.dispatchers:
+        _open_dispatcher(broker, dispatcher, _close_dispatcher(broker, dispatcher, graceful))
+    _open_topics(broker)
+
+
+def go_down(broker: Broker, graceful: bool) -> None:
+    """The broker's topics become unavailable until :func:`come_up`: every subscription closes
+    (its consumers are disconnected, its cursor persists or loses its state), and producers hold
+    what they send (``Topic.held``)."""
+    _close_topics(broker, graceful)
+    for dispatcher in broker.dispatchers:
+        dispatcher.reconnect_after_outage = _close_dispatcher(broker, dispatcher, graceful)
+    for topic in broker.topics:
+        topic.held = []
+    broker.down_since = broker.loop.now_ns()
+
+
+def come_up(broker: Broker) -> None:
+    """The topics are available again: cursors recover what was persisted, the consumers that
+    were connected (or were to connect meanwhile) reconnect, and producers send what they held,
+    in order, each entry keeping the time it was first sent."""
+    counters = broker.counters
+    now = broker.loop.now_ns()
+    counters.unavailable_ns += (now - broker.down_since) * len(broker.topics)
+    broker.down_since = -1
+    for dispatcher in broker.dispatchers:
+        consumers = dispatcher.reconnect_after_outage
+        dispatcher.reconnect_after_outage = []
+        _open_dispatcher(broker, dispatcher, consumers)
+    _open_topics(broker)
+    for topic in broker.topics:
+        held = topic.held
+        topic.held = None
+        if held:
+            counters.held_entries += len(held)
+            for size, sent_ns, key, batch, deliver_at_ms in held:
+                publish(broker, topic, size, sent_ns, key, batch, deliver_at_ms)
+
+
+def _close_topics(broker: Broker, graceful: bool) -> None:
     reads = broker.reads
     for topic in broker.topics:
         broker.cache.close_ledger(topic.name)
@@ -31,36 +75,50 @@ def reload(broker: Broker, graceful: bool) -> None:
             reads.pending.forget(list(topic.ledger.ledgers))
         if topic.dedup is not None:
             broker.account(topic.dedup.reload(graceful))
-    for dispatcher in broker.dispatchers:
-        dispatcher.cancel_read()
-        cursor = dispatcher.cursor
-        was_connected = [c for c in dispatcher.consumers if c.connected]
-        # What was dispatched and not acknowledged goes out again after the restart. A set
-        # an earlier restart left is kept: those positions have not gone out again yet.
-        unacked = dispatcher.restart_unacked
-        unacked.update(dispatcher.replay.redeliveries())
-        for consumer in was_connected:
-            unacked.update(consumer.take_back())
-        if graceful:
-            broker.account(dispatcher.persister.close(cursor))
-        else:
-            dispatcher.persister.crash()
-        recovered = dispatcher.persister.recover()
-        _compare_recovery(broker, dispatcher, recovered)
-        cursor.restore(recovered)
-        dispatcher.replay.clear()
-        count_foreign_tick_changes((dispatcher,))
-        dispatcher.reset_tracker()
-        dispatcher.end_pause(broker.loop.now_ns())  # the pause lasted until the broker went down
-        dispatcher.waiting = False
-        if dispatcher.active:
-            dispatcher.active = False
-            dispatcher.topic.cursors.remove(cursor.name)
-        for consumer in was_connected:
-            consumer.connect()
-        dispatcher.consumers_changed()
-        if was_connected:
-            broker.set_active(dispatcher, True)
+
+
+def _close_dispatcher(broker: Broker, dispatcher: Dispatcher, graceful: bool) -> list[Consumer]:
+    """Close one subscription: its consumers are disconnected (returned: they reconnect when it
+    opens again) and its cursor persists its final state (an unload) or loses what it had not
+    persisted (a crash)."""
+    dispatcher.cancel_read()
+    cursor = dispatcher.cursor
+    was_connected = [c for c in dispatcher.consumers if c.connected]
+    # What was dispatched and not acknowledged goes out again after the restart. A set
+    # an earlier restart left is kept: those positions have not gone out again yet.
+    unacked = dispatcher.restart_unacked
+    unacked.update(dispatcher.replay.redeliveries())
+    for consumer in was_connected:
+        unacked.update(consumer.take_back())
+    if graceful:
+        broker.account(dispatcher.persister.close(cursor))
+    else:
+        dispatcher.persister.crash()
+    return was_connected
+
+
+def _open_dispatcher(broker: Broker, dispatcher: Dispatcher, consumers: list[Consumer]) -> None:
+    """Open one subscription again: its cursor recovers, ``consumers`` reconnect."""
+    cursor = dispatcher.cursor
+    recovered = dispatcher.persister.recover()
+    _compare_recovery(broker, dispatcher, recovered)
+    cursor.restore(recovered)
+    dispatcher.replay.clear()
+    count_foreign_tick_changes((dispatcher,))
+    dispatcher.reset_tracker()
+    dispatcher.end_pause(broker.loop.now_ns())  # the pause lasted until the broker went down
+    dispatcher.waiting = False
+    if dispatcher.active:
+        dispatcher.active = False
+        dispatcher.topic.cursors.remove(cursor.name)
+    for consumer in consumers:
+        consumer.connect()
+    dispatcher.consumers_changed()
+    if consumers:
+        broker.set_active(dispatcher, True)
+
+
+def _open_topics(broker: Broker) -> None:
     for topic in broker.topics:
         broker.cache.open_ledger(topic.name, topic.cursors)
     for dispatcher in broker.dispatchers:

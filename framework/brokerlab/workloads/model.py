@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
+from itertools import pairwise
 from typing import Annotated, Literal
 
 from pydantic import (
@@ -358,11 +359,17 @@ class TopicSpec(_Strict):
 
 class EventSpec(_Strict):
     """What happens at ``at_s``: a broker restart (a crash), an unload of every topic (graceful),
-    or a consumer group leaves or returns."""
+    or a consumer group leaves or returns.
+
+    A restart or an unload with ``outage_s`` leaves the topics unavailable that long (the broker
+    starting again, or the topics being looked up and loaded): producers hold what they send and
+    consumers stay disconnected until the topics are back.
+    """
 
     at_s: Seconds
     kind: Literal["restart", "unload", "disconnect", "reconnect"]
     group: str | None = None
+    outage_s: Seconds = 0.0
 
     @model_validator(mode="after")
     def _group_for_consumer_events(self) -> EventSpec:
@@ -371,6 +378,8 @@ class EventSpec(_Strict):
                 raise ValueError(f"a {self.kind} event applies to the whole broker: no group")
         elif not self.group:
             raise ValueError(f"a {self.kind} event needs the consumer group it applies to")
+        elif self.outage_s:
+            raise ValueError(f"a {self.kind} event has no outage: only restart and unload do")
         return self
 
 
@@ -430,6 +439,21 @@ class WorkloadSpec(WorkloadDocument):
     @model_validator(mode="after")
     def _topic_names_unique(self) -> WorkloadSpec:
         _check_unique(((t.name, t.topic_names()) for t in self.topics), "topic", "[[topics]]")
+        return self
+
+    @model_validator(mode="after")
+    def _outages_apart(self) -> WorkloadSpec:
+        """A restart or an unload during another one's outage would close topics already closed."""
+        outages = sorted(
+            (e.at_s, e.outage_s) for e in self.events if e.kind in ("restart", "unload")
+        )
+        for (at, outage), (next_at, _) in pairwise(outages):
+            if next_at < at + outage:
+                raise ValueError(
+                    f"the event at {next_at:g} s falls in the outage of the one at {at:g} s "
+                    f"(outage_s {outage:g}, until {at + outage:g} s): the topics are unavailable "
+                    "then; move it after the outage"
+                )
         return self
 
     @model_validator(mode="after")
