@@ -210,6 +210,10 @@ def _duration(value: object) -> object:
     """A bare number stands for a fixed duration: ``read_latency_ms = 2`` is ``{ value = 2 }``."""
     if isinstance(value, int | float) and not isinstance(value, bool):
         return {"kind": "fixed", "value": value}
+    if isinstance(value, dict):
+        # A workload file is validated strictly from JSON, but what this validator returns is
+        # validated as Python, where a list is no tuple: an empirical table's arrays become ones.
+        return {k: tuple(v) if isinstance(v, list) else v for k, v in value.items()}
     return value
 
 
