@@ -266,6 +266,14 @@ class ConsumerSpec(_Strict):
     (one message never acknowledged: the whole entry, or one index of a batch) and a share
     ``nack_probability`` that is negatively acknowledged and redelivered after
     ``nack_redelivery_delay_ms``. ``group`` names the consumers for events.
+
+    ``service_time_ms`` (drawn per message) and ``ack_group_ms`` (the client's
+    acknowledgmentGroupTime; unset, the client default of 100 ms) switch a consumer to the
+    message-by-message client model of ``broker/client.py``: the application takes one message
+    at a time from its receiver queue, flow permits go back in half-queue batches and
+    acknowledgements reach the broker in groups. A message then takes its drawn service time, but
+    at least ``1 / rate`` when ``rate`` is set too. With neither key the consumer is the chunked
+    model (chunks of one ack group's worth of processing at ``rate``).
     """
 
     name: str = "consumer"
@@ -279,6 +287,13 @@ class ConsumerSpec(_Strict):
     connect_at_s: Seconds = 0.0
     disconnect_at_s: Annotated[float, Field(gt=0, le=MAX_SECONDS)] | None = None
     group: str | None = None
+    service_time_ms: Duration | None = None
+    ack_group_ms: Annotated[float, Field(ge=0, le=MAX_SECONDS * 1000)] | None = None
+
+    @property
+    def models_client(self) -> bool:
+        """Whether the message-by-message client model applies (either of its keys is set)."""
+        return self.service_time_ms is not None or self.ack_group_ms is not None
 
     @model_validator(mode="after")
     def _probabilities_fit(self) -> ConsumerSpec:
