@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     AfterValidator,
@@ -34,7 +34,9 @@ from pydantic import (
     BeforeValidator,
     ConfigDict,
     Field,
+    SerializerFunctionWrapHandler,
     ValidationInfo,
+    model_serializer,
     model_validator,
 )
 
@@ -177,6 +179,14 @@ class DurationSpec(_Strict):
             if self.weights and not sum(self.weights) > 0:
                 raise ValueError("the weights add up to zero")
         return self
+
+    @model_serializer(mode="wrap")
+    def _only_its_kind(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # Only the keys its kind reads: a dump validates again (a scaled workload, a matrix
+        # cell's workload on the executor), and the validator refuses another kind's keys.
+        data: dict[str, Any] = handler(self)
+        keys = _DURATION_KEYS[self.kind]
+        return {k: v for k, v in data.items() if k == "kind" or k in keys}
 
     @property
     def is_zero(self) -> bool:
