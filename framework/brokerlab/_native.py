@@ -45,6 +45,7 @@ __all__ = [
 COMPILED: tuple[str, ...] = (
     "brokerlab.broker.arrivals",
     "brokerlab.broker.broker",
+    "brokerlab.broker.client",
     "brokerlab.broker.consumer",
     "brokerlab.broker.cursor",
     "brokerlab.broker.dedup",

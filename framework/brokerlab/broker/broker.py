@@ -16,10 +16,12 @@ from functools import partial
 from typing import Any, Final
 
 from brokerlab.broker.arrivals import Backlog, GroupArrivals
-from brokerlab.broker.consumer import Consumer, ConsumerPolicy
+from brokerlab.broker.client import ConsumerClient
+from brokerlab.broker.consumer import ACK_GROUP_NS, Consumer, ConsumerPolicy
 from brokerlab.broker.cursor import Cursor
 from brokerlab.broker.dedup import DEDUP_CURSOR, Deduplication
 from brokerlab.broker.dispatcher import Dispatcher, count_foreign_tick_changes
+from brokerlab.broker.durations import Durations
 from brokerlab.broker.events import EventLoop
 from brokerlab.broker.ledger import LedgerIds, ManagedLedger
 from brokerlab.broker.publishing import Publisher, prefill
@@ -35,7 +37,14 @@ from brokerlab.protocols import (
     EntryCache,
     PersistOutcome,
 )
-from brokerlab.workloads.model import StorageSpec, SubscriptionSpec, TopicSpec, WorkloadSpec
+from brokerlab.workloads.model import (
+    ConsumerSpec,
+    DurationSpec,
+    StorageSpec,
+    SubscriptionSpec,
+    TopicSpec,
+    WorkloadSpec,
+)
 
 __all__ = ["Broker", "BrokerPlugins", "BrokerTuning", "Counters", "Topic"]
 
@@ -336,20 +345,15 @@ class Broker:
         self.account(dispatcher.persister.created(cursor))
         index = 0
         for c_spec in spec.consumers:
-            policy = ConsumerPolicy(
-                rate=c_spec.rate,
-                receiver_queue_size=c_spec.receiver_queue_size,
-                cumulative=c_spec.ack == "cumulative",
-                ack_hole_probability=c_spec.ack_hole_probability,
-                nack_probability=c_spec.nack_probability,
-                nack_delay_ns=c_spec.nack_redelivery_delay_ms * MS,
-            )
+            policy = _policy(c_spec)
             # One object per distinct policy: every dispatch reads it, and 10,000 copies of
             # one policy would each cost a cache miss.
             policy = self._policies.setdefault(policy, policy)
             for k in range(c_spec.count):
                 consumer = Consumer(f"{name}/{c_spec.name}-{k}", index, policy, c_spec.group)
                 consumer.process = ProcessQueue(self, dispatcher, consumer)
+                if policy.models_client:
+                    consumer.client = self._new_client(dispatcher, consumer)
                 index += 1
                 dispatcher.consumers.append(consumer)
                 self.loop.at(
@@ -362,6 +366,12 @@ class Broker:
                         partial(self._disconnect, dispatcher, consumer),
                     )
 
+    def _new_client(self, dispatcher: Dispatcher, consumer: Consumer) -> ConsumerClient:
+        """The client model of ``consumer``, with its own stream of service-time draws."""
+        spec = consumer.policy.service_time or DurationSpec()
+        rng = stream(self.seed, "service", dispatcher.topic_name, consumer.name)
+        return ConsumerClient(self, dispatcher, consumer, Durations(spec, rng))
+
     # ---- consumers ----------------------------------------------------------------------------
 
     def _connect(self, dispatcher: Dispatcher, consumer: Consumer) -> None:
@@ -372,6 +382,8 @@ class Broker:
             return
         if consumer.connected:
             return
+        if consumer.client is not None:
+            consumer.client.subscribed()
         consumer.connect()
         dispatcher.consumers_changed()
         self.set_active(dispatcher, True)
@@ -384,6 +396,8 @@ class Broker:
             return
         if not consumer.connected:
             return
+        if consumer.client is not None:
+            consumer.client.close()
         back = consumer.take_back()
         dispatcher.consumers_changed()
         dispatcher.redeliver(back)
@@ -510,6 +524,22 @@ class Broker:
         )
         metrics["ack_bytes_per_ack"] = c.ack_persisted_bytes / c.acked if c.acked else 0.0
         return metrics
+
+
+def _policy(spec: ConsumerSpec) -> ConsumerPolicy:
+    """What ``spec``'s consumers do with each message."""
+    group_ms = spec.ack_group_ms
+    return ConsumerPolicy(
+        rate=spec.rate,
+        receiver_queue_size=spec.receiver_queue_size,
+        cumulative=spec.ack == "cumulative",
+        ack_hole_probability=spec.ack_hole_probability,
+        nack_probability=spec.nack_probability,
+        nack_delay_ns=spec.nack_redelivery_delay_ms * MS,
+        models_client=spec.models_client,
+        service_time=spec.service_time_ms,
+        ack_group_ns=ACK_GROUP_NS if group_ms is None else round(group_ms * MS),
+    )
 
 
 def _new_tracker(

@@ -4,9 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from brokerlab.protocols import Position
+from brokerlab.workloads.model import DurationSpec
+
+if TYPE_CHECKING:
+    from brokerlab.broker.client import ConsumerClient
 
 __all__ = ["ACK_GROUP_NS", "Consumer", "ConsumerPolicy", "Delivery"]
 
@@ -30,6 +34,12 @@ class ConsumerPolicy:
     ack_hole_probability: float
     nack_probability: float
     nack_delay_ns: int
+    # The message-by-message client model (``client.py``), when ``models_client``: each message
+    # takes a draw of ``service_time`` (None: no time of its own, only ``1 / rate``), and
+    # acknowledgements are grouped for ``ack_group_ns`` (0: each is sent at once).
+    models_client: bool = False
+    service_time: DurationSpec | None = None
+    ack_group_ns: int = ACK_GROUP_NS
 
 
 class Consumer:
@@ -45,6 +55,7 @@ class Consumer:
         "acks_each",
         "busy",
         "chunk_limit",
+        "client",
         "connected",
         "epoch",
         "group",
@@ -90,6 +101,9 @@ class Consumer:
         self.name = name
         self.index = index
         self.group = group
+        # The client model of a consumer with ``policy.models_client`` (set by the broker), read
+        # only on that path: last, so the lines above stay as they were.
+        self.client: ConsumerClient | None = None
 
     def connect(self) -> None:
         self.connected = True
@@ -108,6 +122,8 @@ class Consumer:
         back = sorted(self.pending)
         self.queue.clear()
         self.pending.clear()
+        if self.client is not None:
+            self.client.forget()
         return back
 
 

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from brokerlab.broker.broker import Broker
     from brokerlab.broker.dispatcher import Dispatcher
 
-__all__ = ["ProcessQueue", "complete", "process", "start_processing"]
+__all__ = ["ProcessQueue", "acknowledge", "complete", "process", "start_processing"]
 
 MS: Final = 1_000_000
 NS: Final = 1_000_000_000
@@ -47,10 +47,18 @@ def start_processing(broker: Broker, dispatcher: Dispatcher, consumer: Consumer)
     """An idle consumer got something: it starts on it now.
 
     A rate-limited consumer's chunk completes later, so it can start at once; an unlimited one
-    completes at this instant, so it waits for the dispatch that fed it to finish first.
+    completes at this instant, so it waits for the dispatch that fed it to finish first. A
+    consumer with the client model (``client.py``) is never busy: it plans each entry as it
+    arrives.
     """
+    policy = consumer.policy
+    if policy.models_client:
+        client = consumer.client
+        assert client is not None, "the broker gives a client to every consumer that models one"
+        client.arrived()
+        return
     consumer.busy = True
-    if consumer.policy.rate > 0:
+    if policy.rate > 0:
         process(broker, dispatcher, consumer)
     else:
         broker.loop.soon(consumer.process)
@@ -168,24 +176,40 @@ def _settle_each(
 ) -> int:
     """:meth:`_complete`'s loop with negative acks, ack holes or cumulative acks; returns the
     messages in ``chunk``."""
+    hist = broker.latency_ms
+    per_message_ns = consumer.per_message_ns
+    done_messages = 0
+    for _pos, messages, publish_ns, _key in chunk:
+        done_messages += messages
+        latency = int((start + done_messages * per_message_ns - publish_ns) // MS)
+        hist[latency] = hist.get(latency, 0) + messages
+    _decide_each(broker, dispatcher, consumer, chunk, changed, nacked)
+    return done_messages
+
+
+def _decide_each(
+    broker: Broker,
+    dispatcher: Dispatcher,
+    consumer: Consumer,
+    chunk: list[Delivery],
+    changed: set[int],
+    nacked: list[Position],
+) -> None:
+    """Acknowledge, negatively acknowledge or leave a hole in each entry of ``chunk``, as the
+    consumer's policy draws it; ``changed`` gets the ledgers acknowledged in, ``nacked`` the
+    positions to redeliver."""
     policy = consumer.policy
     counters = broker.counters
     cursor = dispatcher.cursor
     pending = consumer.pending
-    hist = broker.latency_ms
-    per_message_ns = consumer.per_message_ns
     p_nack = policy.nack_probability
     p_drop = p_nack + policy.ack_hole_probability
     draws: list[float] | None = None
     if p_drop > 0:
         draws = dispatcher.rng.random(len(chunk)).tolist()
     cumulative_to: Position | None = None
-    done_messages = 0
     cumulative = policy.cumulative
-    for i, (pos, messages, publish_ns, _key) in enumerate(chunk):
-        done_messages += messages
-        latency = int((start + done_messages * per_message_ns - publish_ns) // MS)
-        hist[latency] = hist.get(latency, 0) + messages
+    for i, (pos, messages, _publish_ns, _key) in enumerate(chunk):
         if draws is not None and draws[i] < p_drop:
             if draws[i] < p_nack:
                 nacked.append(pos)  # still pending until the client asks for it again
@@ -213,7 +237,41 @@ def _settle_each(
         counters.acked += sum(pending.pop(p) for p in [p for p in pending if p <= cumulative_to])
         cursor.ack_cumulative(cumulative_to)
         changed.add(cumulative_to[0])
-    return done_messages
+
+
+def acknowledge(
+    broker: Broker, dispatcher: Dispatcher, consumer: Consumer, entries: list[Delivery]
+) -> None:
+    """The acknowledgements of processed ``entries`` reach the broker together (a client's
+    acknowledgement group, see ``client.py``): ack, nack or leave holes as :func:`complete`
+    does, without its latencies and flow permits, which the client accounts for itself."""
+    cursor = dispatcher.cursor
+    changed: set[int] = set()
+    md_before: Position = cursor.md
+    nacked: list[Position] = []
+    if consumer.acks_each:
+        pending = consumer.pending
+        for entry in entries:
+            pos = entry[0]
+            if pos in pending:
+                del pending[pos]
+        acked_messages, after_ack_messages = cursor.ack_each(entries, changed)
+        counters = broker.counters
+        counters.acked += acked_messages
+        counters.delivered_after_ack += after_ack_messages
+    else:
+        _decide_each(broker, dispatcher, consumer, entries, changed, nacked)
+    # What follows the acknowledgements in ``complete``.
+    if changed:
+        ledgers = [changed.pop()] if len(changed) == 1 else sorted(changed)
+        md_after: Position = cursor.md
+        moved = md_after[0] != md_before[0] or md_after[1] != md_before[1]
+        _after_ack(broker, dispatcher, ledgers, moved)
+    if nacked:
+        broker.loop.at(
+            broker.loop.now_ns() + consumer.policy.nack_delay_ns,
+            partial(_redeliver_nacked, broker, dispatcher, consumer, consumer.epoch, nacked),
+        )
 
 
 def _after_ack(broker: Broker, dispatcher: Dispatcher, changed: list[int], md_moved: bool) -> None:

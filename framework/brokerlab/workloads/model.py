@@ -27,7 +27,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 from itertools import pairwise
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     AfterValidator,
@@ -35,7 +35,9 @@ from pydantic import (
     BeforeValidator,
     ConfigDict,
     Field,
+    SerializerFunctionWrapHandler,
     ValidationInfo,
+    model_serializer,
     model_validator,
 )
 
@@ -185,6 +187,14 @@ class DurationSpec(_Strict):
                 raise ValueError("the weights add up to zero")
         return self
 
+    @model_serializer(mode="wrap")
+    def _only_its_kind(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # Only the keys its kind reads: a dump validates again (a scaled workload, a matrix
+        # cell's workload on the executor), and the validator refuses another kind's keys.
+        data: dict[str, Any] = handler(self)
+        keys = _DURATION_KEYS[self.kind]
+        return {k: v for k, v in data.items() if k == "kind" or k in keys}
+
     @property
     def is_zero(self) -> bool:
         """Whether every draw is zero (the neutral setting: no time at all)."""
@@ -217,6 +227,10 @@ def _duration(value: object) -> object:
     """A bare number stands for a fixed duration: ``read_latency_ms = 2`` is ``{ value = 2 }``."""
     if isinstance(value, int | float) and not isinstance(value, bool):
         return {"kind": "fixed", "value": value}
+    if isinstance(value, dict):
+        # A workload file is validated strictly from JSON, but what this validator returns is
+        # validated as Python, where a list is no tuple: an empirical table's arrays become ones.
+        return {k: tuple(v) if isinstance(v, list) else v for k, v in value.items()}
     return value
 
 
@@ -269,6 +283,14 @@ class ConsumerSpec(_Strict):
     (one message never acknowledged: the whole entry, or one index of a batch) and a share
     ``nack_probability`` that is negatively acknowledged and redelivered after
     ``nack_redelivery_delay_ms``. ``group`` names the consumers for events.
+
+    ``service_time_ms`` (drawn per message) and ``ack_group_ms`` (the client's
+    acknowledgmentGroupTime; unset, the client default of 100 ms) switch a consumer to the
+    message-by-message client model of ``broker/client.py``: the application takes one message
+    at a time from its receiver queue, flow permits go back in half-queue batches and
+    acknowledgements reach the broker in groups. A message then takes its drawn service time, but
+    at least ``1 / rate`` when ``rate`` is set too. With neither key the consumer is the chunked
+    model (chunks of one ack group's worth of processing at ``rate``).
     """
 
     name: str = "consumer"
@@ -282,6 +304,13 @@ class ConsumerSpec(_Strict):
     connect_at_s: Seconds = 0.0
     disconnect_at_s: Annotated[float, Field(gt=0, le=MAX_SECONDS)] | None = None
     group: str | None = None
+    service_time_ms: Duration | None = None
+    ack_group_ms: Annotated[float, Field(ge=0, le=MAX_SECONDS * 1000)] | None = None
+
+    @property
+    def models_client(self) -> bool:
+        """Whether the message-by-message client model applies (either of its keys is set)."""
+        return self.service_time_ms is not None or self.ack_group_ms is not None
 
     @model_validator(mode="after")
     def _probabilities_fit(self) -> ConsumerSpec:
