@@ -150,6 +150,21 @@ _TABLE: tuple[Metric, ...] = (
         "messages",
     ),
     Metric(
+        "brokers",
+        "brokers",
+        "gauge",
+        "Brokers in the cluster (the workload's [cluster] table). With more than one, counters "
+        "add up over brokers and gauges are the largest broker's.",
+        "messages",
+    ),
+    Metric(
+        "topic_moves",
+        "topics",
+        "counter",
+        "Topics handed over to another broker when a broker's outage ended.",
+        "messages",
+    ),
+    Metric(
         "held_entries",
         "entries",
         "counter",

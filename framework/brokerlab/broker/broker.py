@@ -26,7 +26,7 @@ from brokerlab.broker.events import EventLoop
 from brokerlab.broker.ledger import LedgerIds, ManagedLedger
 from brokerlab.broker.publishing import Publisher, prefill
 from brokerlab.broker.reads import InflightReadsLimiter, PendingReads, Reads, Storage
-from brokerlab.broker.recovery import come_up, go_down, reload, unacked_messages
+from brokerlab.broker.recovery import come_up, go_down, hand_over, reload, unacked_messages
 from brokerlab.broker.settlement import ProcessQueue
 from brokerlab.broker.streams import stream
 from brokerlab.protocols import (
@@ -85,6 +85,7 @@ class Counters:
     read_failures: int = 0
     unavailable_ns: int = 0
     held_entries: int = 0
+    topic_moves: int = 0
     dispatch_paused_ns: int = 0
     broker_restarts: int = 0
     ack_persists: int = 0
@@ -172,10 +173,21 @@ class Topic:
     """A topic: its managed ledger, active-cursor container and subscriptions (its group's
     ``Publisher`` publishes to it)."""
 
-    __slots__ = ("cursors", "dedup", "dispatchers", "first_dispatcher", "held", "ledger", "name")
+    __slots__ = (
+        "broker",
+        "cursors",
+        "dedup",
+        "dispatchers",
+        "first_dispatcher",
+        "held",
+        "ledger",
+        "name",
+    )
 
     def __init__(self, name: str, ledger: ManagedLedger, cursors: CursorContainer) -> None:
         self.name = name
+        # The broker that owns the topic (a cluster's brokers hand topics over).
+        self.broker: Broker
         self.ledger = ledger
         # The subscriptions' dispatchers in order, also chained from the first through
         # ``Dispatcher.next_in_topic``: every publish walks the chain, which starts on this
@@ -231,8 +243,20 @@ class Broker:
 
     def build(self, workload: WorkloadSpec) -> None:
         """Create topics, subscriptions, consumers, producers, events and periodic tasks."""
+        self.prepare(workload)
+        self.add_topics(workload, lambda name: self)
+        self._schedule_events(workload)
+        self.start_periodic_tasks()
+
+    def prepare(self, workload: WorkloadSpec, storage: Storage | None = None) -> None:
+        """What the broker needs before its first topic: the run's end and its read path
+        (reading from ``storage``, the bookies a cluster's brokers share, when given)."""
         self._end_ns = round((workload.duration_s + workload.drain_s) * NS)
-        self.reads = self._new_reads(workload.storage)
+        self.reads = self._new_reads(workload.storage, storage)
+
+    def add_topics(self, workload: WorkloadSpec, owner: Callable[[str], Broker]) -> None:
+        """Create every topic of ``workload`` on the broker ``owner`` names for it, with its
+        subscriptions and consumers, and start each topic group's producers."""
         for spec in workload.topics:
             until_s = spec.publish_until_s
             end_ns = round((until_s if until_s is not None else workload.duration_s) * NS)
@@ -240,9 +264,12 @@ class Broker:
             # Whole entries, as producers write them: the backlog rounds up to full batches.
             backlog = arrivals.backlog(-(-spec.backlog // spec.batch_size))
             topics = [
-                self._add_topic(name, spec, i, backlog) for i, name in enumerate(spec.topic_names())
+                owner(name)._add_topic(name, spec, i, backlog)
+                for i, name in enumerate(spec.topic_names())
             ]
             Publisher(self, topics, arrivals).start()
+
+    def _schedule_events(self, workload: WorkloadSpec) -> None:
         for event in workload.events:
             at = round(event.at_s * NS)
             if event.kind in ("restart", "unload") and event.outage_s > 0:
@@ -255,7 +282,11 @@ class Broker:
                 self.loop.at(at, self.unload)
             else:
                 connect = event.kind == "reconnect"
-                self.loop.at(at, partial(self._set_group, event.group, connect))
+                self.loop.at(at, partial(self.set_group, event.group, connect))
+
+    def start_periodic_tasks(self) -> None:
+        """Cache eviction, cursor flushes, the active-cursor check and sampling, as Pulsar runs
+        them."""
         t = self.tuning
         self.loop.call_every(
             t.cache_eviction_interval_ns, t.cache_eviction_interval_ns, self.cache.evict_expired
@@ -266,11 +297,11 @@ class Broker:
         self.loop.call_every(STATS_INTERVAL_NS, STATS_INTERVAL_NS, self._check_active_cursors)
         self.loop.call_every(0, SAMPLE_INTERVAL_NS, self._sample)
 
-    def _new_reads(self, storage: StorageSpec) -> Reads | None:
+    def _new_reads(self, spec: StorageSpec, storage: Storage | None) -> Reads | None:
         """The read path of ``reads.py`` when reads take time or their bytes in flight are
         limited; None (synchronous reads) otherwise."""
         t = self.tuning
-        if not storage.reads_take_time and not t.reads_in_flight_bytes:
+        if not spec.reads_take_time and not t.reads_in_flight_bytes:
             return None
         limiter = None
         if t.reads_in_flight_bytes:
@@ -281,12 +312,15 @@ class Broker:
                 self.loop,
                 self.counters,
             )
-        pending = PendingReads(Storage(storage, self.seed), self.loop, self.counters)
+        if storage is None:
+            storage = Storage(spec, self.seed)
+        pending = PendingReads(storage, self.loop, self.counters)
         return Reads(pending, limiter)
 
     def _add_topic(self, name: str, spec: TopicSpec, index: int, backlog: Backlog) -> Topic:
         ledger = ManagedLedger(name, self._ledger_ids, self.tuning.max_entries_per_ledger)
         topic = Topic(name, ledger, self.plugins.new_cursor_container())
+        topic.broker = self
         self.topics.append(topic)
         if self.tuning.dedup:
             topic.dedup = self._new_dedup(topic, spec)
@@ -322,11 +356,16 @@ class Broker:
             if topic.dedup is not None:
                 yield topic.dedup.persister
 
+    def tracker_maker(
+        self, topic: str, subscription: str
+    ) -> Callable[[Callable[[], None]], DelayedDeliveryTracker]:
+        """How a subscription of this broker gets a new delayed-delivery tracker."""
+        return partial(_new_tracker, self.plugins.tracker_factory, topic, subscription)
+
     def _add_subscription(self, topic: Topic, name: str, spec: SubscriptionSpec) -> None:
         ml = topic.ledger
         start = ml.first_position if spec.initial_position == "earliest" else ml.last_position
         cursor = Cursor(name, ml, start)
-        factory = self.plugins.tracker_factory
         dispatcher = Dispatcher(
             self,
             topic,
@@ -334,7 +373,7 @@ class Broker:
             spec.type,
             cursor,
             self.plugins.new_persister(f"{topic.name}/{name}"),
-            partial(_new_tracker, factory, topic.name, name),
+            self.tracker_maker(topic.name, name),
         )
         if topic.dispatchers:
             topic.dispatchers[-1].next_in_topic = dispatcher
@@ -358,12 +397,12 @@ class Broker:
                 dispatcher.consumers.append(consumer)
                 self.loop.at(
                     round(c_spec.connect_at_s * NS),
-                    partial(self._connect, dispatcher, consumer),
+                    partial(_connect, dispatcher, consumer),
                 )
                 if c_spec.disconnect_at_s is not None:
                     self.loop.at(
                         round(c_spec.disconnect_at_s * NS),
-                        partial(self._disconnect, dispatcher, consumer),
+                        partial(_disconnect, dispatcher, consumer),
                     )
 
     def _new_client(self, dispatcher: Dispatcher, consumer: Consumer) -> ConsumerClient:
@@ -405,7 +444,8 @@ class Broker:
             self.set_active(dispatcher, False)
         dispatcher.read_more()
 
-    def _set_group(self, group: str | None, connect: bool) -> None:
+    def set_group(self, group: str | None, connect: bool) -> None:
+        """Every consumer of ``group`` on this broker leaves or comes back."""
         for dispatcher in self.dispatchers:
             for consumer in dispatcher.consumers:
                 if consumer.group == group:
@@ -496,6 +536,15 @@ class Broker:
         """The end of an outage: the topics are loaded again, with cold caches."""
         come_up(self)
 
+    def hand_over(self, owners: list[tuple[Topic, Broker]]) -> None:
+        """The end of an outage in a cluster: each topic opens on its new owner."""
+        hand_over(self, owners)
+
+    def share_ledger_ids(self, other: Broker) -> None:
+        """Take ledger ids from ``other``'s sequence: the brokers of a cluster write to one
+        BookKeeper, whose ledger ids are unique across them."""
+        self._ledger_ids = other._ledger_ids
+
     # ---- running ------------------------------------------------------------------------------
 
     @property
@@ -540,6 +589,15 @@ def _policy(spec: ConsumerSpec) -> ConsumerPolicy:
         service_time=spec.service_time_ms,
         ack_group_ns=ACK_GROUP_NS if group_ms is None else round(group_ms * MS),
     )
+
+
+def _connect(dispatcher: Dispatcher, consumer: Consumer) -> None:
+    """A consumer's connect event, on whichever broker owns its topic by then."""
+    dispatcher.broker._connect(dispatcher, consumer)
+
+
+def _disconnect(dispatcher: Dispatcher, consumer: Consumer) -> None:
+    dispatcher.broker._disconnect(dispatcher, consumer)
 
 
 def _new_tracker(

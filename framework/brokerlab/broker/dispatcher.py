@@ -38,7 +38,7 @@ from brokerlab.broker.ledger import (
 )
 from brokerlab.broker.reads import Backoff, ReadOp, Reads
 from brokerlab.broker.replay import ReplayQueue
-from brokerlab.broker.settlement import start_processing
+from brokerlab.broker.settlement import ProcessQueue, start_processing
 from brokerlab.broker.streams import stream
 from brokerlab.protocols import (
     AckStatePersister,
@@ -193,6 +193,21 @@ class Dispatcher:
     def wake(self) -> None:
         """Ask for a read at the current instant (timers, flow permits, new entries)."""
         self.broker.loop.at(self.broker.loop.now_ns(), self.read_more)
+
+    def move_to(self, broker: Broker) -> None:
+        """The topic was handed over to ``broker`` (closed: no read under way): read through its
+        cache and read path from now on, with a tracker of its factory when the subscription
+        opens again."""
+        self.broker = broker
+        self.reads = broker.reads
+        self._new_tracker = broker.tracker_maker(self.topic_name, self.name)
+        self._backoff = None
+        self.read_batch = broker.tuning.max_read_batch
+        self.active = False  # the old broker's cursor container went with it
+        for consumer in self.consumers:
+            consumer.process = ProcessQueue(broker, self, consumer)
+            if consumer.client is not None:
+                consumer.client.broker = broker
 
     def _open_tracker(self) -> None:
         """A new tracker, and its tick as seen. Only a multi-consumer subscription has one, as in

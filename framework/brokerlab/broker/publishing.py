@@ -62,9 +62,10 @@ class Publisher:
         keys: list[Any] = block.keys
         while True:
             delay_ms = block.delays_ms[i]
+            topic = topics[block.topics[i]]
             publish(
-                broker,
-                topics[block.topics[i]],
+                topic.broker,
+                topic,
                 sizes[i],
                 now,
                 keys[i],

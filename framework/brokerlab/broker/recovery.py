@@ -19,10 +19,10 @@ from brokerlab.broker.publishing import publish
 from brokerlab.protocols import Position, RecoveredAckState
 
 if TYPE_CHECKING:
-    from brokerlab.broker.broker import Broker
+    from brokerlab.broker.broker import Broker, Topic
     from brokerlab.broker.dispatcher import Dispatcher
 
-__all__ = ["come_up", "go_down", "reload", "unacked_messages"]
+__all__ = ["come_up", "go_down", "hand_over", "reload", "unacked_messages"]
 
 
 def reload(broker: Broker, graceful: bool) -> None:
@@ -46,19 +46,58 @@ def go_down(broker: Broker, graceful: bool) -> None:
 
 
 def come_up(broker: Broker) -> None:
-    """The topics are available again: cursors recover what was persisted, the consumers that
-    were connected (or were to connect meanwhile) reconnect, and producers send what they held,
-    in order, each entry keeping the time it was first sent."""
-    counters = broker.counters
-    now = broker.loop.now_ns()
-    counters.unavailable_ns += (now - broker.down_since) * len(broker.topics)
+    """The topics are available again on the same broker: see :func:`_reopen`."""
+    _outage_over(broker)
+    _reopen(broker, list(broker.topics))
+
+
+def hand_over(broker: Broker, owners: list[tuple[Topic, Broker]]) -> None:
+    """The outage of ``broker`` (down, see :func:`go_down`) ends with its topics on other
+    brokers: each topic moves to its new owner, with that broker's cache (cold), cursor container
+    and delayed-delivery trackers, and opens there (:func:`_reopen`)."""
+    _outage_over(broker)
+    for topic, owner in owners:
+        _move(topic, broker, owner)
+    for owner in dict.fromkeys(owner for _, owner in owners):
+        _reopen(owner, [topic for topic, o in owners if o is owner])
+
+
+def _outage_over(broker: Broker) -> None:
+    broker.counters.unavailable_ns += (broker.loop.now_ns() - broker.down_since) * len(
+        broker.topics
+    )
     broker.down_since = -1
-    for dispatcher in broker.dispatchers:
-        consumers = dispatcher.reconnect_after_outage
-        dispatcher.reconnect_after_outage = []
-        _open_dispatcher(broker, dispatcher, consumers)
-    _open_topics(broker)
-    for topic in broker.topics:
+
+
+def _move(topic: Topic, old: Broker, new: Broker) -> None:
+    old.topics.remove(topic)
+    for dispatcher in topic.dispatchers:
+        old.dispatchers.remove(dispatcher)
+        dispatcher.move_to(new)
+    new.topics.append(topic)
+    new.dispatchers.extend(topic.dispatchers)
+    topic.broker = new
+    topic.cursors = new.plugins.new_cursor_container()
+    new.counters.topic_moves += 1
+
+
+def _reopen(broker: Broker, topics: list[Topic]) -> None:
+    """``topics`` are available again on ``broker``: cursors recover what was persisted, the
+    consumers that were connected (or were to connect meanwhile) reconnect, caches start cold,
+    and producers send what they held, in order, each entry keeping the time it was first
+    sent."""
+    for topic in topics:
+        for dispatcher in topic.dispatchers:
+            consumers = dispatcher.reconnect_after_outage
+            dispatcher.reconnect_after_outage = []
+            _open_dispatcher(broker, dispatcher, consumers)
+    for topic in topics:
+        broker.cache.open_ledger(topic.name, topic.cursors)
+    for topic in topics:
+        for dispatcher in topic.dispatchers:
+            dispatcher.wake()
+    counters = broker.counters
+    for topic in topics:
         held = topic.held
         topic.held = None
         if held:

@@ -12,6 +12,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from brokerlab.broker.broker import Broker, BrokerPlugins, BrokerTuning
+from brokerlab.broker.cluster import Cluster, combined_metrics
 from brokerlab.broker.events import EventLoop
 from brokerlab.broker.streams import stream
 from brokerlab.errors import PluginError
@@ -42,19 +43,33 @@ def run_pulsar(request: SimulationRequest) -> SimulationOutput:
     workload = request.workload
     assert isinstance(workload, WorkloadSpec)
     loop = EventLoop()
-    broker = wire_broker(request.profile, request.choices, loop, request.seed)
+    brokers = [
+        wire_broker(request.profile, request.choices, loop, request.seed, index=i)
+        for i in range(workload.cluster.brokers)
+    ]
+    cluster = None
+    if len(brokers) > 1:
+        bundles = request.profile.settings.default_number_of_namespace_bundles
+        cluster = Cluster(brokers, bundles)
     # The collector walks neither the process's startup objects nor the model, which both live
     # through the run; it collects only what the run creates.
     with new_objects_only() as keep:
         with collector_paused():
-            broker.build(workload)
+            if cluster is None:
+                brokers[0].build(workload)
+            else:
+                cluster.build(workload)
             keep()  # before the collector is back, or its first pass walks the whole model
-        end = broker.end_ns
+        end = brokers[0].end_ns
         progress = request.progress
         report = None if progress is None else (lambda now: progress(now / end if end else 1.0))
         loop.run_until(end, report)
-    metrics = _collect(broker, request.choices)
-    broker.plugins.tracker_factory.close()
+    if cluster is None:
+        metrics = _collect(brokers[0], request.choices)
+    else:
+        metrics = _collect_cluster(brokers, request.choices)
+    for broker in brokers:
+        broker.plugins.tracker_factory.close()
     return SimulationOutput(
         metrics=metrics, plugins=request.choices.names(), events=loop.events_run
     )
@@ -66,14 +81,16 @@ def wire_broker(
     loop: EventLoop,
     seed: int,
     wrap_persister: Callable[[AckStatePersister], AckStatePersister] | None = None,
+    index: int = 0,
 ) -> Broker:
     """A broker on ``loop`` with the plugins ``choices`` names, set up from ``profile``; not yet
-    built. ``wrap_persister`` (tests) wraps every cursor's persister as it is created."""
+    built. ``wrap_persister`` (tests) wraps every cursor's persister as it is created. ``index``
+    numbers a cluster's brokers: each after the first has a random stream of its own."""
     context = PluginContext(
         settings=profile.settings,
         clock=loop,
         scheduler=loop,
-        rng=stream(seed, "plugins"),
+        rng=stream(seed, "plugins") if index == 0 else stream(seed, "plugins", f"broker-{index}"),
         plugin_settings=profile.plugin_settings,
         new_cursor_container=choices.cursor_container.record.factory,
     )
@@ -114,6 +131,22 @@ def _collect(broker: Broker, choices: PluginChoices) -> dict[str, float]:
     metrics["cache_hit_ratio"] = hits / (hits + misses) if hits + misses else 0.0
     written, changed = metrics["ack_persisted_bytes"], metrics["ack_changed_bytes"]
     metrics["ack_write_amplification"] = written / changed if changed else 0.0
+    metrics["brokers"] = 1
+    return metrics
+
+
+def _collect_cluster(brokers: list[Broker], choices: PluginChoices) -> dict[str, float]:
+    """The cluster's metrics: each broker's, combined (``cluster.combined_metrics``), with the
+    ratios recomputed from the sums and the cluster's own counts."""
+    kinds = {name: m.kind for name, m in METRICS.items()}
+    metrics = combined_metrics([_collect(b, choices) for b in brokers], kinds)
+    hits, misses = metrics["cache_hits"], metrics["cache_misses"]
+    metrics["cache_hit_ratio"] = hits / (hits + misses) if hits + misses else 0.0
+    written, changed = metrics["ack_persisted_bytes"], metrics["ack_changed_bytes"]
+    metrics["ack_write_amplification"] = written / changed if changed else 0.0
+    acked = metrics["acked"]
+    metrics["ack_bytes_per_ack"] = metrics["ack_persisted_bytes"] / acked if acked else 0.0
+    metrics["brokers"] = len(brokers)
     return metrics
 
 

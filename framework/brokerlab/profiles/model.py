@@ -28,6 +28,7 @@ SECTIONS: tuple[str, ...] = (
     "Entry cache",
     "Cursors and ack state",
     "Delayed delivery",
+    "Cluster",
 )
 
 Source = Literal["pulsar", "pip-299", "pip-81", "pip-448", "sim"]
@@ -162,6 +163,18 @@ class BrokerSettings(BaseSettings):
         description="Largest message accepted, in bytes. A BookKeeper entry (such as a cursor's "
         "ack-state entry) may be at most this plus 10 KiB of frame padding.",
         json_schema_extra=_ml(f"{_ACK} §2.5, §9"),
+    )
+
+    # --- Cluster ----------------------------------------------------------------------------
+    default_number_of_namespace_bundles: int = Field(
+        default=4,
+        alias="defaultNumberOfNamespaceBundles",
+        ge=1,
+        le=1024,
+        description="Bundles of a namespace: a topic belongs to the bundle its name hashes into, "
+        "and a cluster of brokers (a workload's [cluster] table) places and hands over whole "
+        "bundles.",
+        json_schema_extra=_meta("Cluster", "pulsar", "issue #23 (a cluster of brokers)"),
     )
 
     # --- Dispatcher -------------------------------------------------------------------------

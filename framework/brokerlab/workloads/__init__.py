@@ -9,6 +9,7 @@ from brokerlab.workloads.loader import (
     toml_key_lines,
 )
 from brokerlab.workloads.model import (
+    ClusterSpec,
     ConsumerSpec,
     DelaySpec,
     DurationSpec,
@@ -23,6 +24,7 @@ from brokerlab.workloads.model import (
 )
 
 __all__ = [
+    "ClusterSpec",
     "ConsumerSpec",
     "DelaySpec",
     "DurationSpec",

@@ -42,6 +42,7 @@ from pydantic import (
 )
 
 __all__ = [
+    "ClusterSpec",
     "ConsumerSpec",
     "DelaySpec",
     "DurationSpec",
@@ -64,6 +65,7 @@ MAX_SECONDS = 10_000_000
 MAX_RATE = 1_000_000_000
 MAX_KEYS = 1_000_000
 MAX_BACKLOG = 10_000_000
+MAX_BROKERS = 64
 
 Seconds = Annotated[float, Field(ge=0, le=MAX_SECONDS)]
 Millis = Annotated[int, Field(ge=0, le=MAX_SECONDS * 1000)]
@@ -237,6 +239,13 @@ def _duration(value: object) -> object:
 Duration = Annotated[DurationSpec, BeforeValidator(_duration)]
 
 
+class ClusterSpec(_Strict):
+    """The brokers that serve the workload's topics, sharing one storage (see
+    ``broker/cluster.py`` for how topics are placed on them and handed over)."""
+
+    brokers: Annotated[int, Field(ge=1, le=MAX_BROKERS)] = 1
+
+
 class StorageSpec(_Strict):
     """The storage the brokers share (BookKeeper's bookies), as the workload's environment.
 
@@ -399,6 +408,7 @@ class EventSpec(_Strict):
     kind: Literal["restart", "unload", "disconnect", "reconnect"]
     group: str | None = None
     outage_s: Seconds = 0.0
+    broker: Annotated[int, Field(ge=0)] = 0
 
     @model_validator(mode="after")
     def _group_for_consumer_events(self) -> EventSpec:
@@ -409,6 +419,11 @@ class EventSpec(_Strict):
             raise ValueError(f"a {self.kind} event needs the consumer group it applies to")
         elif self.outage_s:
             raise ValueError(f"a {self.kind} event has no outage: only restart and unload do")
+        elif self.broker:
+            raise ValueError(
+                f"a {self.kind} event applies to a consumer group wherever its topics are: "
+                "no broker"
+            )
         return self
 
 
@@ -460,6 +475,7 @@ class WorkloadSpec(WorkloadDocument):
     simulator: Literal["pulsar"] = "pulsar"
     drain_s: Seconds = 0.0
     storage: StorageSpec = StorageSpec()
+    cluster: ClusterSpec = ClusterSpec()
     topics: tuple[Annotated[TopicSpec, AfterValidator(_topic_within_the_run)], ...] = Field(
         min_length=1
     )
@@ -472,7 +488,19 @@ class WorkloadSpec(WorkloadDocument):
 
     @model_validator(mode="after")
     def _outages_apart(self) -> WorkloadSpec:
-        """A restart or an unload during another one's outage would close topics already closed."""
+        """A restart or an unload during another one's outage would close topics already closed.
+
+        With one broker every restart and unload is the broker's; in a cluster a broker's topics
+        are handed over when its outage ends, so no two outages may overlap at all (a simple rule
+        that keeps every hand-over between live brokers)."""
+        brokers = self.cluster.brokers
+        for event in self.events:
+            if event.broker >= brokers:
+                raise ValueError(
+                    f"the {event.kind} event at {event.at_s:g} s names broker {event.broker}, but "
+                    f"the cluster has {brokers} broker{'s' if brokers > 1 else ''} "
+                    f"(0 to {brokers - 1})"
+                )
         outages = sorted(
             (e.at_s, e.outage_s) for e in self.events if e.kind in ("restart", "unload")
         )

@@ -1,0 +1,120 @@
+"""A cluster: several brokers built from one profile, sharing one clock and one storage.
+
+Topics are placed as Pulsar places them: a topic belongs to the namespace bundle its name hashes
+into (CRC-32 over ``defaultNumberOfNamespaceBundles`` equal hash ranges, as Pulsar's
+``NamespaceBundles`` does), and a bundle to one broker. At the start bundle ``b`` goes to broker
+``b mod N``, the spread a load manager reaches over brokers that are all empty. When a broker
+goes down its bundles go, in bundle order, each to the live broker that then owns the fewest
+(the lowest index on a tie): a deterministic stand-in for the load manager's choice of the
+least loaded broker. A broker that comes back starts empty; bundles return to it only when
+another broker goes down.
+
+Each broker has its own entry cache, cursor containers, delayed-delivery trackers and ack-state
+persisters, made by the plugins from the same profile: plugins see one broker, as in Pulsar. A
+topic handed over keeps its managed ledger and its cursors' persisted state (both live in the
+shared storage) and loses everything in memory.
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Mapping
+from functools import partial
+from typing import Final
+
+from brokerlab.broker.broker import Broker, Topic
+from brokerlab.broker.reads import Storage
+from brokerlab.workloads.model import EventSpec, WorkloadSpec
+
+__all__ = ["Cluster", "bundle_of", "combined_metrics"]
+
+NS: Final = 1_000_000_000
+HASH_RANGE: Final = 1 << 32
+# Counters that are peaks: the cluster's is the largest broker's, not a sum.
+PEAK_COUNTERS: Final = frozenset(
+    {
+        "ack_max_ranges",
+        "delayed_max_earliness_ms",
+        "storage_reads_in_flight_peak",
+        "reads_in_flight_peak_bytes",
+    }
+)
+
+
+def bundle_of(topic: str, bundles: int) -> int:
+    """The namespace bundle ``topic`` hashes into: CRC-32 of its name over equal ranges."""
+    return zlib.crc32(topic.encode()) * bundles // HASH_RANGE
+
+
+class Cluster:
+    """``brokers`` (built, not yet given topics) serving one workload together."""
+
+    def __init__(self, brokers: list[Broker], bundles: int) -> None:
+        self.brokers = brokers
+        self.bundles = bundles
+        self.loop = brokers[0].loop
+        # Bundle -> index of the broker that owns it.
+        self.owner_of_bundle = [b % len(brokers) for b in range(bundles)]
+        # Every broker's latencies in one histogram, so that percentiles are the cluster's.
+        for broker in brokers[1:]:
+            broker.latency_ms = brokers[0].latency_ms
+            broker.share_ledger_ids(brokers[0])
+
+    def owner(self, topic: str) -> Broker:
+        return self.brokers[self.owner_of_bundle[bundle_of(topic, self.bundles)]]
+
+    def build(self, workload: WorkloadSpec) -> None:
+        storage = Storage(workload.storage, self.brokers[0].seed)
+        for broker in self.brokers:
+            broker.prepare(workload, storage)
+        self.brokers[0].add_topics(workload, self.owner)
+        for event in workload.events:
+            self._schedule(event)
+        for broker in self.brokers:
+            broker.start_periodic_tasks()
+
+    def _schedule(self, event: EventSpec) -> None:
+        at = round(event.at_s * NS)
+        if event.kind in ("restart", "unload"):
+            broker = self.brokers[event.broker]
+            self.loop.at(at, partial(broker.go_down, event.kind == "unload"))
+            self.loop.at(at + round(event.outage_s * NS), partial(self._hand_over, event.broker))
+        else:
+            connect = event.kind == "reconnect"
+            for broker in self.brokers:
+                self.loop.at(at, partial(broker.set_group, event.group, connect))
+
+    def _hand_over(self, index: int) -> None:
+        """The outage of broker ``index`` ends: its bundles go to the other brokers, each to the
+        one that owns the fewest, and their topics open there; the broker rejoins empty."""
+        owned = [0] * len(self.brokers)
+        for owner in self.owner_of_bundle:
+            owned[owner] += 1
+        for bundle, owner in enumerate(self.owner_of_bundle):
+            if owner == index:
+                owned[index] -= 1
+                others = [i for i in range(len(self.brokers)) if i != index]
+                new = min(others, key=lambda i: (owned[i], i))
+                self.owner_of_bundle[bundle] = new
+                owned[new] += 1
+        broker = self.brokers[index]
+        moves: list[tuple[Topic, Broker]] = [(t, self.owner(t.name)) for t in broker.topics]
+        broker.hand_over(moves)
+
+    @property
+    def end_ns(self) -> int:
+        return self.brokers[0].end_ns
+
+
+def combined_metrics(
+    per_broker: list[Mapping[str, float]], kinds: Mapping[str, str]
+) -> dict[str, float]:
+    """The brokers' metrics as the cluster's: counters add up; gauges, peaks and ratios take the
+    largest broker's (the caller recomputes the ratios it can from the sums); latencies come from
+    the one histogram the brokers share, so every broker reports the same."""
+    out: dict[str, float] = {}
+    for name in per_broker[0]:
+        values = [m[name] for m in per_broker]
+        summed = kinds.get(name) == "counter" and name not in PEAK_COUNTERS
+        out[name] = sum(values) if summed else max(values)
+    return out
