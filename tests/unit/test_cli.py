@@ -485,6 +485,8 @@ def test_workloads_lists_the_builtins() -> None:
             "many-topics",
             "delayed-mixed",
             "ack-holes-restart",
+            "rolling-restart",
+            "catch-up-shared-reads",
             "trace-zipf",
         ]
     )

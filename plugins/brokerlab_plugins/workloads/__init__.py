@@ -24,6 +24,8 @@ BUILTIN_WORKLOADS = (
     "many-topics",
     "delayed-mixed",
     "ack-holes-restart",
+    "rolling-restart",
+    "catch-up-shared-reads",
 )
 
 
