@@ -20,8 +20,10 @@ from brokerlab.broker.consumer import Consumer, ConsumerPolicy
 from brokerlab.broker.cursor import Cursor
 from brokerlab.broker.dedup import DEDUP_CURSOR, Deduplication
 from brokerlab.broker.dispatcher import Dispatcher, count_foreign_tick_changes
+from brokerlab.broker.durations import Durations
 from brokerlab.broker.events import EventLoop
 from brokerlab.broker.ledger import LedgerIds, ManagedLedger
+from brokerlab.broker.producers import FlowPublisher, PublishStats
 from brokerlab.broker.publishing import Publisher, prefill
 from brokerlab.broker.recovery import reload, unacked_messages
 from brokerlab.broker.settlement import ProcessQueue
@@ -167,6 +169,8 @@ class Broker:
         self.topics: list[Topic] = []
         self.dispatchers: list[Dispatcher] = []
         self.peaks: dict[str, float] = {}
+        # Set when the workload's producers are closed-loop or its writes take time.
+        self.publish_stats: PublishStats | None = None
         self._ledger_ids = LedgerIds()
         self._producer_names = 0
         self._end_ns = 0
@@ -177,6 +181,8 @@ class Broker:
     def build(self, workload: WorkloadSpec) -> None:
         """Create topics, subscriptions, consumers, producers, events and periodic tasks."""
         self._end_ns = round((workload.duration_s + workload.drain_s) * NS)
+        if PublishStats.needed(workload):
+            self.publish_stats = PublishStats(workload)
         for spec in workload.topics:
             until_s = spec.publish_until_s
             end_ns = round((until_s if until_s is not None else workload.duration_s) * NS)
@@ -186,7 +192,13 @@ class Broker:
             topics = [
                 self._add_topic(name, spec, i, backlog) for i, name in enumerate(spec.topic_names())
             ]
-            Publisher(self, topics, arrivals).start()
+            if self.publish_stats is None:
+                Publisher(self, topics, arrivals).start()
+            else:
+                writes = Durations(
+                    workload.storage.write_latency_ms, stream(self.seed, "write", spec.name)
+                )
+                FlowPublisher(self, topics, arrivals, writes, self.publish_stats).start()
         for event in workload.events:
             at = round(event.at_s * NS)
             if event.kind == "restart":
@@ -412,6 +424,8 @@ class Broker:
             self.latency_ms, (0.5, 0.99)
         )
         metrics["ack_bytes_per_ack"] = c.ack_persisted_bytes / c.acked if c.acked else 0.0
+        if self.publish_stats is not None:
+            metrics.update(self.publish_stats.metrics())
         return metrics
 
 
