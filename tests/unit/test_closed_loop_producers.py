@@ -31,6 +31,7 @@ from brokerlab.metrics import metrics_of
 from brokerlab.profiles import Profile
 from brokerlab.simulation import Result
 from brokerlab.workloads import DurationSpec, WorkloadSpec, parse_workload
+from brokerlab.workloads.scaling import scale_workload
 
 MS = 1_000_000
 HOST = PluginHost()
@@ -339,3 +340,16 @@ def test_another_hash_seed_in_another_process_gives_the_same_json() -> None:
         [sys.executable, "-c", script], capture_output=True, text=True, env=env, check=True
     ).stdout
     assert there == here
+
+
+def test_a_shortened_workload_keeps_its_storage_and_flow_control() -> None:
+    """``matrix --scale`` scales times only: the storage and the producers' limits stay."""
+    spec = workload(
+        f"rate = 100\nmax_pending_messages = 3\n{BLOCKING}",
+        "write_latency_ms = { kind = 'lognormal', median = 2, sigma = 1 }",
+    )
+    scaled = scale_workload(spec, 0.5)
+    assert scaled.duration_s == 1
+    assert scaled.storage == spec.storage
+    assert scaled.topics[0].max_pending_messages == 3
+    assert scaled.topics[0].block_if_queue_full
