@@ -15,8 +15,8 @@ import pytest
 
 from brokerlab import load_profile
 from brokerlab.broker.broker import Broker, Topic
-from brokerlab.broker.publishing import publish as publish_entry
 from brokerlab.broker.events import EventLoop
+from brokerlab.broker.publishing import publish as publish_entry
 from brokerlab.broker.simulator import wire_broker
 from brokerlab.host import PluginHost
 from brokerlab.workloads import parse_workload
