@@ -1,6 +1,7 @@
 """One simulated broker: its topics, subscriptions, consumers and periodic tasks.
 
-What happens to a published entry is in ``publishing.py``, to a dispatched one in
+What happens to a published entry is in ``publishing.py`` (and, with closed-loop producers or
+writes that take time, on its way there in ``producers.py``), to a dispatched one in
 ``dispatcher.py``, to a processed one (acknowledgements) in ``settlement.py``, and on a restart or
 an unload in ``recovery.py``.
 
