@@ -353,3 +353,10 @@ def test_a_shortened_workload_keeps_its_storage_and_flow_control() -> None:
     assert scaled.storage == spec.storage
     assert scaled.topics[0].max_pending_messages == 3
     assert scaled.topics[0].block_if_queue_full
+
+
+def test_a_workload_travels_as_json_to_the_matrix_executors() -> None:
+    """The executors rebuild each cell's workload from its JSON: every duration must survive."""
+    spec = parse_workload(textwrap.dedent(MIXED), "mixed.toml")
+    assert WorkloadSpec.model_validate_json(spec.model_dump_json()) == spec
+    assert WorkloadSpec.model_validate(spec.model_dump()) == spec

@@ -34,7 +34,9 @@ from pydantic import (
     BeforeValidator,
     ConfigDict,
     Field,
+    SerializerFunctionWrapHandler,
     ValidationInfo,
+    model_serializer,
     model_validator,
 )
 
@@ -177,6 +179,14 @@ class DurationSpec(_Strict):
             if self.weights and not sum(self.weights) > 0:
                 raise ValueError("the weights add up to zero")
         return self
+
+    @model_serializer(mode="wrap")
+    def _only_its_kind(self, handler: SerializerFunctionWrapHandler) -> dict[str, object]:
+        # A dump holds the keys of its kind only, so that it validates again: a workload
+        # travels as JSON to the matrix's executors, and ``--scale`` rebuilds one from a dump.
+        keep = _DURATION_KEYS[self.kind] | {"kind"}
+        data: dict[str, object] = handler(self)
+        return {key: value for key, value in data.items() if key in keep}
 
     @property
     def is_zero(self) -> bool:

@@ -38,9 +38,6 @@ def scale_workload(spec: WorkloadSpec, factor: float) -> WorkloadSpec:
     def millis(value: int) -> int:
         return round(value * factor)
 
-    # The storage is hardware and does not scale; kept as the validated object, because its
-    # durations dumped with every key would name keys of other kinds, which they refuse.
-    data["storage"] = spec.storage
     data["duration_s"] = spec.duration_s * factor
     data["drain_s"] = spec.drain_s * factor
     for event in data["events"]:
