@@ -12,8 +12,8 @@ import os
 import subprocess
 import sys
 import textwrap
+from itertools import accumulate
 
-import numpy as np
 import pytest
 
 from brokerlab import load_profile, simulate
@@ -222,7 +222,7 @@ def test_entries_become_readable_in_send_order_whatever_the_draws() -> None:
     draws = Durations(DurationSpec(kind="exponential", mean=5), stream(0, "test-writes"))
     sends = [k * gap for k in range(n)]
     own = [s + draws.next_ns() for s in sends]
-    done = list(np.maximum.accumulate(own))
+    done = list(accumulate(own, max))
     assert sum(own[k] < own[k - 1] for k in range(1, n)) > 20  # the draws come out of order
     # In time order: before and at every instant a write completes or an entry is sent, the
     # ledger holds exactly the entries whose write and earlier writes have all completed.
