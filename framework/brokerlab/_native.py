@@ -53,6 +53,7 @@ COMPILED: tuple[str, ...] = (
     "brokerlab.broker.durations",
     "brokerlab.broker.events",
     "brokerlab.broker.ledger",
+    "brokerlab.broker.producers",
     "brokerlab.broker.publishing",
     "brokerlab.broker.reads",
     "brokerlab.broker.recovery",

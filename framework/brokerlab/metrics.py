@@ -20,7 +20,9 @@ class Metric:
     """A reported number. ``invariant`` metrics must be zero in every correct run.
 
     ``simulator`` names the broker model that reports it: a run reports exactly the metrics of its
-    simulator, and the others stay empty (null) in matrix results.
+    simulator, and the others stay empty (null) in matrix results. A metric with ``reported_when``
+    is reported only by runs that meet that condition (a mechanism the workload switches on), so
+    the results of every other run stay as they were before the mechanism existed.
     """
 
     name: str
@@ -30,6 +32,7 @@ class Metric:
     group: str
     invariant: bool = False
     simulator: str = "pulsar"
+    reported_when: str = ""
 
 
 def _kafka(name: str, unit: str, kind: Kind, description: str) -> Metric:
@@ -42,9 +45,26 @@ def _trace(name: str, unit: str, kind: Kind, description: str) -> Metric:
     return Metric(name, unit, kind, description, "cache_trace", simulator="cache-trace")
 
 
+def _publishing(name: str, unit: str, kind: Kind, description: str) -> Metric:
+    return Metric(
+        name,
+        unit,
+        kind,
+        description,
+        "publishing",
+        reported_when="a topic sets max_pending_messages or storage.write_latency_ms is not zero",
+    )
+
+
 _TABLE: tuple[Metric, ...] = (
     # -- messages ------------------------------------------------------------------------------
-    Metric("published", "messages", "counter", "Messages published by producers.", "messages"),
+    Metric(
+        "published",
+        "messages",
+        "counter",
+        "Messages published by producers: persisted to the managed ledgers (with a write latency, once their write completed), the backlog written before time zero included.",
+        "messages",
+    ),
     Metric(
         "published_entries",
         "entries",
@@ -520,6 +540,43 @@ _TABLE: tuple[Metric, ...] = (
         "With deduplication on: producers whose last sequence id a restart or unload lost (not in the recovered pulsar.dedup snapshot, no entry after it).",
         "ack_state",
     ),
+    # -- publishing: closed-loop producers and write latency -----------------------------------
+    _publishing(
+        "publish_offered",
+        "messages",
+        "counter",
+        "Messages the producers' arrival processes offered while publishing: published, rejected, still waiting for room in a blocked producer's queue when producers stopped, or still being written when the run ended.",
+    ),
+    _publishing(
+        "publish_rate_achieved",
+        "messages/s",
+        "ratio",
+        "Messages sent while publishing and persisted by the end of the run, per second of the publishing period (time zero until the last producer stops). Below the offered rate when producers wait for their pending sends or reject sends.",
+    ),
+    _publishing(
+        "publish_latency_p50_ms",
+        "ms",
+        "latency",
+        "Median publish latency: from a message's send to its entry being persisted (its write and every earlier write of the topic completed), virtual time, 1 us resolution.",
+    ),
+    _publishing(
+        "publish_latency_p99_ms",
+        "ms",
+        "latency",
+        "99th percentile publish latency, virtual time, 1 us resolution.",
+    ),
+    _publishing(
+        "publish_rejected",
+        "messages",
+        "counter",
+        "Messages whose send failed at once because their producer had max_pending_messages pending (block_if_queue_full = false).",
+    ),
+    _publishing(
+        "producer_blocked_ms",
+        "ms",
+        "counter",
+        "Time producers spent blocked in send, their queue of pending messages full (block_if_queue_full = true), summed over producers.",
+    ),
     # -- Kafka tiered storage: the remote index cache (simulator kafka-tiered-storage) ---------
     _kafka(
         "index_lookups",
@@ -714,9 +771,12 @@ def metric(name: str) -> Metric:
         raise KeyError(f"metric {name!r} is not registered in brokerlab.metrics") from None
 
 
-def metrics_of(simulator: str) -> list[str]:
-    """Names of the metrics that ``simulator`` reports, in registry order."""
-    return [m.name for m in _TABLE if m.simulator == simulator]
+def metrics_of(simulator: str, *, conditional: bool = True) -> list[str]:
+    """Names of the metrics that ``simulator`` reports, in registry order; without the ones
+    reported only under a condition when ``conditional`` is false (what every run reports)."""
+    return [
+        m.name for m in _TABLE if m.simulator == simulator and (conditional or not m.reported_when)
+    ]
 
 
 def invariants() -> list[str]:

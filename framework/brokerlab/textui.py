@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from typing import TextIO
 
-from brokerlab.metrics import METRICS
+from brokerlab.metrics import METRICS, Metric
 from brokerlab.simulation import Result
 
 __all__ = ["ProgressBar", "format_result", "metrics_markdown"]
@@ -13,6 +13,7 @@ __all__ = ["ProgressBar", "format_result", "metrics_markdown"]
 GROUP_TITLES = {
     "messages": "Messages",
     "latency": "Latency (virtual time)",
+    "publishing": "Publishing (closed-loop producers, write latency)",
     "cache": "Entry cache and storage",
     "reads": "Storage reads under way (latency, shared reads, in-flight limit)",
     "delayed": "Delayed delivery",
@@ -69,8 +70,14 @@ def metrics_markdown() -> str:
         if not rows:
             continue
         lines += ["", f"## {title}", "", "| metric | unit | kind | meaning |", "|---|---|---|---|"]
-        lines += [f"| `{m.name}` | {m.unit} | {m.kind} | {m.description} |" for m in rows]
+        lines += [f"| `{m.name}` | {m.unit} | {m.kind} | {_meaning(m)} |" for m in rows]
     return "\n".join(lines) + "\n"
+
+
+def _meaning(m: Metric) -> str:
+    if not m.reported_when:
+        return m.description
+    return f"{m.description} Reported only when {m.reported_when}."
 
 
 class ProgressBar:

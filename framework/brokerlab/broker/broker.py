@@ -1,6 +1,7 @@
 """One simulated broker: its topics, subscriptions, consumers and periodic tasks.
 
-What happens to a published entry is in ``publishing.py``, to a dispatched one in
+What happens to a published entry is in ``publishing.py`` (and, with closed-loop producers or
+writes that take time, on its way there in ``producers.py``), to a dispatched one in
 ``dispatcher.py``, to a processed one (acknowledgements) in ``settlement.py``, and on a restart or
 an unload in ``recovery.py``.
 
@@ -24,6 +25,7 @@ from brokerlab.broker.dispatcher import Dispatcher, count_foreign_tick_changes
 from brokerlab.broker.durations import Durations
 from brokerlab.broker.events import EventLoop
 from brokerlab.broker.ledger import LedgerIds, ManagedLedger
+from brokerlab.broker.producers import FlowPublisher, PublishStats
 from brokerlab.broker.publishing import Publisher, prefill
 from brokerlab.broker.reads import InflightReadsLimiter, PendingReads, Reads, Storage
 from brokerlab.broker.recovery import come_up, go_down, hand_over, reload, unacked_messages
@@ -232,6 +234,8 @@ class Broker:
         self.topics: list[Topic] = []
         self.dispatchers: list[Dispatcher] = []
         self.peaks: dict[str, float] = {}
+        # Set when the workload's producers are closed-loop or its writes take time.
+        self.publish_stats: PublishStats | None = None
         self._ledger_ids = LedgerIds()
         self._producer_names = 0
         self._end_ns = 0
@@ -253,6 +257,8 @@ class Broker:
         (reading from ``storage``, the bookies a cluster's brokers share, when given)."""
         self._end_ns = round((workload.duration_s + workload.drain_s) * NS)
         self.reads = self._new_reads(workload.storage, storage)
+        if PublishStats.needed(workload):
+            self.publish_stats = PublishStats(workload)
 
     def add_topics(self, workload: WorkloadSpec, owner: Callable[[str], Broker]) -> None:
         """Create every topic of ``workload`` on the broker ``owner`` names for it, with its
@@ -267,7 +273,13 @@ class Broker:
                 owner(name)._add_topic(name, spec, i, backlog)
                 for i, name in enumerate(spec.topic_names())
             ]
-            Publisher(self, topics, arrivals).start()
+            if self.publish_stats is None:
+                Publisher(self, topics, arrivals).start()
+            else:
+                writes = Durations(
+                    workload.storage.write_latency_ms, stream(self.seed, "write", spec.name)
+                )
+                FlowPublisher(self, topics, arrivals, writes, self.publish_stats).start()
 
     def _schedule_events(self, workload: WorkloadSpec) -> None:
         for event in workload.events:
@@ -572,6 +584,8 @@ class Broker:
             self.latency_ms, (0.5, 0.99)
         )
         metrics["ack_bytes_per_ack"] = c.ack_persisted_bytes / c.acked if c.acked else 0.0
+        if self.publish_stats is not None:
+            metrics.update(self.publish_stats.metrics())
         return metrics
 
 

@@ -116,7 +116,8 @@ def _new_persister(
 
 def _collect(broker: Broker, choices: PluginChoices) -> dict[str, float]:
     """Every Pulsar metric, from the broker's counters and the plugins' stats."""
-    metrics: dict[str, Any] = dict.fromkeys(metrics_of(PULSAR), 0)
+    # A metric reported only under a condition comes from ``broker.finish()`` when it is met.
+    metrics: dict[str, Any] = dict.fromkeys(metrics_of(PULSAR, conditional=False), 0)
     metrics.update(broker.finish())
     reported: dict[str, float] = _registered(broker.cache.stats(), choices.entry_cache)
     # The peaks are the tracker factory's gauges, sampled, and the broker's own cache peak.

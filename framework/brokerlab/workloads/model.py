@@ -250,8 +250,10 @@ class StorageSpec(_Strict):
     """The storage the brokers share (BookKeeper's bookies), as the workload's environment.
 
     ``read_latency_ms`` is drawn per storage read operation, and ``read_ms_per_mib`` adds the
-    transfer time of what it reads; ``write_latency_ms`` is drawn per entry a broker writes. All
-    zero by default: storage answers at once, as in a model without storage time.
+    transfer time of what it reads; ``write_latency_ms`` is drawn per entry a producer sends: the
+    entry is persisted (readable, acknowledged to its producer) that long after it was sent, and
+    never before the topic's earlier entries. All zero by default: storage answers at once, as in
+    a model without storage time.
     """
 
     read_latency_ms: Duration = DurationSpec()
@@ -261,6 +263,11 @@ class StorageSpec(_Strict):
     @property
     def reads_take_time(self) -> bool:
         return not self.read_latency_ms.is_zero or self.read_ms_per_mib > 0
+
+    @property
+    def writes_take_time(self) -> bool:
+        """Whether an entry is persisted some time after it was sent."""
+        return not self.write_latency_ms.is_zero
 
 
 class KeySpec(_Strict):
@@ -360,6 +367,11 @@ class TopicSpec(_Strict):
     ``backlog`` messages are already in each topic when the run starts (published before time 0,
     rounded up to whole batches), so subscriptions that start at ``earliest`` have something to
     catch up on.
+
+    ``max_pending_messages`` bounds each producer's sends not yet persisted (the Java client's
+    ``maxPendingMessages``; a batch of n messages holds n). When it is reached, a producer with
+    ``block_if_queue_full`` waits and sends later; one without it fails the send at once (the
+    message is rejected). Unset, producers are open-loop: every arrival is sent when it comes.
     """
 
     name: str = "topic"
@@ -373,6 +385,8 @@ class TopicSpec(_Strict):
     delays: tuple[DelaySpec, ...] = ()
     backlog: Annotated[int, Field(ge=0, le=MAX_BACKLOG)] = 0
     publish_until_s: Seconds | None = None
+    max_pending_messages: Annotated[int, Field(ge=1)] | None = None
+    block_if_queue_full: bool = False
     subscriptions: tuple[SubscriptionSpec, ...] = ()
 
     def topic_names(self) -> list[str]:
@@ -384,6 +398,27 @@ class TopicSpec(_Strict):
         if sum(d.fraction for d in self.delays) > 1 + 1e-9:
             raise ValueError("the fractions of delays add up to more than 1")
         return self
+
+    @model_validator(mode="after")
+    def _flow_control_fits(self) -> TopicSpec:
+        if self.max_pending_messages is None:
+            if self.block_if_queue_full:
+                raise ValueError(
+                    "block_if_queue_full applies only with max_pending_messages: without a limit "
+                    "a producer's queue is never full"
+                )
+        elif self.max_pending_messages < self.batch_size:
+            raise ValueError(
+                f"max_pending_messages ({self.max_pending_messages}) is below batch_size "
+                f"({self.batch_size}): a batch holds one pending send per message, so it could "
+                "never be sent"
+            )
+        return self
+
+    @property
+    def closed_loop(self) -> bool:
+        """Whether the topics' producers have a bound on pending sends."""
+        return self.max_pending_messages is not None
 
     @model_validator(mode="after")
     def _subscription_names_unique(self) -> TopicSpec:

@@ -24,8 +24,8 @@ def scale_workload(spec: WorkloadSpec, factor: float) -> WorkloadSpec:
     delays; so does each topic's ``backlog``, which stands for messages published before the run.
     Rates, sizes, keys and counts of topics, subscriptions and consumers stay, so the load per
     second is that of the full workload and a run simulates ``factor`` times fewer messages.
-    What does not scale: the profile's own time settings (cache TTLs, flush intervals), so a
-    shortened run is a preview of the full one, not a copy of it.
+    What does not scale: the profile's own time settings (cache TTLs, flush intervals) and the
+    workload's ``[storage]``, so a shortened run is a preview of the full one, not a copy of it.
     """
     check_scale(factor)
     if factor == 1.0:
