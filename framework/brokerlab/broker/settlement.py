@@ -146,18 +146,7 @@ def complete(
         counters.acked += acked_messages
         counters.delivered_after_ack += after_ack_messages
     consumer.permits += done_messages
-    if changed:
-        # Usually one ledger: taking it costs far less than sorting.
-        ledgers = [changed.pop()] if len(changed) == 1 else sorted(changed)
-        md_after: Position = cursor.md
-        # Field by field: compiled, ``!=`` on the pairs would box both into new tuples.
-        moved = md_after[0] != md_before[0] or md_after[1] != md_before[1]
-        _after_ack(broker, dispatcher, ledgers, moved)
-    if nacked:
-        broker.loop.at(
-            broker.loop.now_ns() + consumer.policy.nack_delay_ns,
-            partial(_redeliver_nacked, broker, dispatcher, consumer, consumer.epoch, nacked),
-        )
+    _settled(broker, dispatcher, consumer, md_before, changed, nacked)
     if consumer.queue:
         process(broker, dispatcher, consumer)
     else:
@@ -261,10 +250,25 @@ def acknowledge(
         counters.delivered_after_ack += after_ack_messages
     else:
         _decide_each(broker, dispatcher, consumer, entries, changed, nacked)
-    # What follows the acknowledgements in ``complete``.
+    _settled(broker, dispatcher, consumer, md_before, changed, nacked)
+
+
+def _settled(
+    broker: Broker,
+    dispatcher: Dispatcher,
+    consumer: Consumer,
+    md_before: Position,
+    changed: set[int],
+    nacked: list[Position] | None,
+) -> None:
+    """After a group of acknowledgements: the persister, container and tracker hear of the
+    ledgers ``changed`` (and of a mark-delete moved past ``md_before``); negatively acknowledged
+    positions go back after the consumer's delay."""
     if changed:
+        # Usually one ledger: taking it costs far less than sorting.
         ledgers = [changed.pop()] if len(changed) == 1 else sorted(changed)
-        md_after: Position = cursor.md
+        md_after: Position = dispatcher.cursor.md
+        # Field by field: compiled, ``!=`` on the pairs would box both into new tuples.
         moved = md_after[0] != md_before[0] or md_after[1] != md_before[1]
         _after_ack(broker, dispatcher, ledgers, moved)
     if nacked:
