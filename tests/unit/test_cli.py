@@ -487,6 +487,7 @@ def test_workloads_lists_the_builtins() -> None:
             "ack-holes-restart",
             "rolling-restart",
             "catch-up-shared-reads",
+            "producers-vs-paused-dispatch",
             "trace-zipf",
         ]
     )

@@ -209,3 +209,34 @@ def test_a_cluster_run_is_the_same_in_another_process_with_another_hash_seed(
 def test_events_name_brokers_the_cluster_has(document: str, message: str) -> None:
     with pytest.raises(WorkloadError, match=message):
         parse_workload(document, "cluster.toml")
+
+
+def test_a_partitioned_topic_is_one_topic_per_partition_sharing_rate_and_backlog() -> None:
+    """4 partitions of a 400 msg/s topic with a 1,000-message backlog: each partition is a
+    topic of 100 msg/s holding 250 messages at the start, placed by its own name's bundle."""
+    document = workload(brokers=3).replace(
+        'count = 12\nrate = 100\narrival = "constant"',
+        'rate = 400\narrival = "constant"\npartitions = 4\nbacklog = 1000',
+    )
+    c = cluster(document)
+    topics = sorted((t for b in c.brokers for t in b.topics), key=lambda t: t.name)
+    assert [t.name for t in topics] == [f"t-partition-{k}" for k in range(4)]
+    for topic in topics:
+        assert len(topic.ledger.current) == 250
+        assert topic.broker is c.owner(topic.name)
+    c.loop.run_until(1000 * MS)
+    for topic in topics:
+        assert len(topic.ledger.current) == 250 + 100  # at 0.01, 0.02, ..., 1.00 s
+
+
+def test_partitions_number_the_topics_of_each_copy() -> None:
+    spec = parse_workload(
+        workload().replace("count = 12", "count = 2\npartitions = 2"), "cluster.toml"
+    )
+    assert isinstance(spec, WorkloadSpec)
+    assert spec.topics[0].topic_names() == [
+        "t-0-partition-0",
+        "t-0-partition-1",
+        "t-1-partition-0",
+        "t-1-partition-1",
+    ]

@@ -65,9 +65,9 @@ class GroupArrivals:
         self.spec = spec
         self.rng = rng
         self.end_ns = end_ns
-        self.count = spec.count
+        self.count = spec.topic_count
         # Entries per second per topic (a batch of messages is one entry).
-        self.entry_rate = spec.rate / spec.batch_size
+        self.entry_rate = spec.rate_per_topic / spec.batch_size
         if spec.keys is not None:
             weights = 1.0 / np.arange(1, spec.keys.count + 1, dtype=float) ** spec.keys.skew
             self._key_p: np.ndarray | None = weights / weights.sum()

@@ -268,7 +268,7 @@ class Broker:
             end_ns = round((until_s if until_s is not None else workload.duration_s) * NS)
             arrivals = GroupArrivals(spec, stream(self.seed, "producer", spec.name), end_ns)
             # Whole entries, as producers write them: the backlog rounds up to full batches.
-            backlog = arrivals.backlog(-(-spec.backlog // spec.batch_size))
+            backlog = arrivals.backlog(-(-spec.backlog_per_topic // spec.batch_size))
             topics = [
                 owner(name)._add_topic(name, spec, i, backlog)
                 for i, name in enumerate(spec.topic_names())

@@ -66,6 +66,7 @@ MAX_RATE = 1_000_000_000
 MAX_KEYS = 1_000_000
 MAX_BACKLOG = 10_000_000
 MAX_BROKERS = 64
+MAX_PARTITIONS = 10_000
 
 Seconds = Annotated[float, Field(ge=0, le=MAX_SECONDS)]
 Millis = Annotated[int, Field(ge=0, le=MAX_SECONDS * 1000)]
@@ -368,6 +369,12 @@ class TopicSpec(_Strict):
     rounded up to whole batches), so subscriptions that start at ``earliest`` have something to
     catch up on.
 
+    ``partitions`` makes each a partitioned topic of that many partitions, named
+    ``<topic>-partition-<k>`` as Pulsar names them. Each partition is a topic of its own (its
+    managed ledger, its subscriptions, its broker in a cluster); the topic's ``rate`` and
+    ``backlog`` are shared evenly among its partitions, as a producer's round-robin routing
+    shares them.
+
     ``max_pending_messages`` bounds each producer's sends not yet persisted (the Java client's
     ``maxPendingMessages``; a batch of n messages holds n). When it is reached, a producer with
     ``block_if_queue_full`` waits and sends later; one without it fails the send at once (the
@@ -385,13 +392,33 @@ class TopicSpec(_Strict):
     delays: tuple[DelaySpec, ...] = ()
     backlog: Annotated[int, Field(ge=0, le=MAX_BACKLOG)] = 0
     publish_until_s: Seconds | None = None
+    partitions: Annotated[int, Field(ge=0, le=MAX_PARTITIONS)] = 0
     max_pending_messages: Annotated[int, Field(ge=1)] | None = None
     block_if_queue_full: bool = False
     subscriptions: tuple[SubscriptionSpec, ...] = ()
 
     def topic_names(self) -> list[str]:
-        """The names of the ``count`` topics: ``name``, or ``name-0`` to ``name-<count-1>``."""
-        return _numbered(self.name, self.count)
+        """The names of the ``count`` topics: ``name``, or ``name-0`` to ``name-<count-1>``;
+        with ``partitions``, each of them followed by ``-partition-0`` to ``-partition-<n-1>``."""
+        names = _numbered(self.name, self.count)
+        if not self.partitions:
+            return names
+        return [f"{name}-partition-{k}" for name in names for k in range(self.partitions)]
+
+    @property
+    def topic_count(self) -> int:
+        """How many topics the table makes (each partition is one)."""
+        return self.count * max(1, self.partitions)
+
+    @property
+    def rate_per_topic(self) -> float:
+        """Messages per second each of its topics (partitions) receives."""
+        return self.rate / self.partitions if self.partitions else self.rate
+
+    @property
+    def backlog_per_topic(self) -> int:
+        """Backlog messages each of its topics (partitions) holds at the start."""
+        return -(-self.backlog // self.partitions) if self.partitions else self.backlog
 
     @model_validator(mode="after")
     def _delay_shares_fit(self) -> TopicSpec:

@@ -62,5 +62,5 @@ def estimated_cost(spec: WorkloadSpec) -> float:
         until = spec.duration_s if topic.publish_until_s is None else topic.publish_until_s
         messages = topic.count * (topic.rate * until + topic.backlog)
         readers = sum(s.count for s in topic.subscriptions) or 1
-        cost += messages * (1 + readers) + topic.count * (spec.duration_s + spec.drain_s) * 50
+        cost += messages * (1 + readers) + topic.topic_count * (spec.duration_s + spec.drain_s) * 50
     return cost

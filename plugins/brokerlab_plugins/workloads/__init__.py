@@ -26,6 +26,7 @@ BUILTIN_WORKLOADS = (
     "ack-holes-restart",
     "rolling-restart",
     "catch-up-shared-reads",
+    "producers-vs-paused-dispatch",
 )
 
 
