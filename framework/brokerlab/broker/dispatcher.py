@@ -326,14 +326,15 @@ class Dispatcher:
                 cursor.read_position = (ledger.boxed_id, first)  # moved over acks or a rollover
             self.waiting = True
             return False
-        # dispatcherMaxReadSizeBytes over the topic's average entry size, one entry at least.
-        written = ml.bytes_written
-        if written:
-            cap = self.broker.max_read_bytes * ml.entries_written() // written
-            if cap < limit:
-                limit = cap if cap > 1 else 1
         stop = min(end, first + limit)
         last = first
+        if stop - first > 1:
+            # dispatcherMaxReadSizeBytes over the topic's average entry size, one entry at least
+            # (a read of one entry, a tailing reader's usual, never needs the cap).
+            written = ml.bytes_written
+            cap = self.broker.max_read_bytes * ml.entries_written() // written
+            if cap < stop - first:
+                stop = first + (cap if cap > 1 else 1)
         if stop - first > 1:
             # The longest run whose messages fit the permits, one entry at least: a bisection of
             # the running sums (ascending: every entry holds a message) rather than a Python loop
