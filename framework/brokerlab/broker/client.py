@@ -35,6 +35,7 @@ message in hand and send those acknowledgements on its new connection, discardin
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Final
 
 from brokerlab.broker.consumer import Consumer, Delivery
@@ -193,7 +194,7 @@ class ConsumerClient:
         due = self._flows[self._flows_head][0]
         self._flow_due = due
         loop = self.broker.loop
-        loop.at(due, FlowEvent(self, self.consumer.epoch, due))
+        loop.at(due, ConnectionEvent(self.flow, self.consumer, self.consumer.epoch, due))
 
     def flow(self, due: int) -> None:
         """Flow requests due by now reach the broker, which reads more for this consumer."""
@@ -244,7 +245,9 @@ class ConsumerClient:
         if due < 0 or (0 <= self._flush_due <= due):
             return  # nothing to send, or an event at or before ``due`` will look again
         self._flush_due = due
-        self.broker.loop.at(due, FlushEvent(self, self.consumer.epoch, due))
+        self.broker.loop.at(
+            due, ConnectionEvent(self.flush, self.consumer, self.consumer.epoch, due)
+        )
 
     def flush(self, due: int) -> None:
         """The tracker sends the acknowledgements of what was processed by now."""
@@ -275,31 +278,20 @@ class ConsumerClient:
         acknowledge(self.broker, self.dispatcher, self.consumer, entries)
 
 
-class FlowEvent:
-    """``client.flow(due)`` for the connection of ``epoch``, as one small callable."""
+class ConnectionEvent:
+    """``action(due)`` (the client's ``flow`` or ``flush``) for the connection of ``epoch``, as
+    one small callable: an event scheduled for a connection that has gone does nothing."""
 
-    __slots__ = ("client", "due", "epoch")
+    __slots__ = ("action", "consumer", "due", "epoch")
 
-    def __init__(self, client: ConsumerClient, epoch: int, due: int) -> None:
-        self.client = client
+    def __init__(
+        self, action: Callable[[int], None], consumer: Consumer, epoch: int, due: int
+    ) -> None:
+        self.action = action
+        self.consumer = consumer
         self.epoch = epoch
         self.due = due
 
     def __call__(self) -> None:
-        if self.client.consumer.epoch == self.epoch:
-            self.client.flow(self.due)
-
-
-class FlushEvent:
-    """``client.flush(due)`` for the connection of ``epoch``, as one small callable."""
-
-    __slots__ = ("client", "due", "epoch")
-
-    def __init__(self, client: ConsumerClient, epoch: int, due: int) -> None:
-        self.client = client
-        self.epoch = epoch
-        self.due = due
-
-    def __call__(self) -> None:
-        if self.client.consumer.epoch == self.epoch:
-            self.client.flush(self.due)
+        if self.consumer.epoch == self.epoch:
+            self.action(self.due)
