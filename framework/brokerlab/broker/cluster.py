@@ -101,10 +101,6 @@ class Cluster:
         moves: list[tuple[Topic, Broker]] = [(t, self.owner(t.name)) for t in broker.topics]
         broker.hand_over(moves)
 
-    @property
-    def end_ns(self) -> int:
-        return self.brokers[0].end_ns
-
 
 def combined_metrics(
     per_broker: list[Mapping[str, float]], kinds: Mapping[str, str]

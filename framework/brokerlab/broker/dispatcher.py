@@ -344,14 +344,20 @@ class Dispatcher:
         if self.reads is not None:
             return self._start_read(ReadOp(self, NEW, [(ledger, first, last)])) >= 0
         self._fetch(ledger, first, last)
+        self._new_entries_read(ledger, first, last)
+        return True
+
+    def _new_entries_read(self, ledger: Ledger, first: int, last: int) -> int:
+        """A normal read of ``first..last`` is complete: the cursor's read position moves past
+        it (the container hears of it), and the entries go to consumers."""
+        cursor = self.cursor
         read_position = cursor.read_position = (ledger.boxed_id, last + 1)
-        if last + 1 == end and ledger is ml.current:
+        if last + 1 == len(ledger) and ledger is self.topic.ledger.current:
             self.waiting = True
         if self.active and self._tracks_read:
             self.topic.cursors.update(cursor.name, read_position)
             self.broker.cache_cursors_changed(self.topic_name)
-        self._dispatch_range(ledger, first, last, NEW)
-        return True
+        return self._dispatch_range(ledger, first, last, NEW)
 
     def _fetch(self, ledger: Ledger, first: int, last: int) -> None:
         """Read ``first..last`` of one ledger through the cache, counting storage reads."""
@@ -532,14 +538,7 @@ class Dispatcher:
     def _dispatch_op(self, op: ReadOp) -> int:
         if op.source == NEW:
             ledger, first, last = op.runs[0]
-            cursor = self.cursor
-            read_position = cursor.read_position = (ledger.boxed_id, last + 1)
-            if last + 1 == len(ledger) and ledger is self.topic.ledger.current:
-                self.waiting = True
-            if self.active and self._tracks_read:
-                self.topic.cursors.update(cursor.name, read_position)
-                self.broker.cache_cursors_changed(self.topic_name)
-            return self._dispatch_range(ledger, first, last, NEW)
+            return self._new_entries_read(ledger, first, last)
         dispatched = 0
         for ledger, first, last in op.runs:
             if op.source == DELAYED:

@@ -267,10 +267,6 @@ class InflightReadsLimiter:
         self._counters = counters
         self._line: deque[ReadOp] = deque()
 
-    @property
-    def used(self) -> int:
-        return self.limit - self._free
-
     def acquire(self, op: ReadOp, permits: int) -> bool | None:
         """True: granted now. None: ``op`` waits in line (``Dispatcher.permits_granted`` or
         ``Dispatcher.read_failed`` follows). False: the line is full; the read fails."""
