@@ -484,6 +484,14 @@ _TABLE: tuple[Metric, ...] = (
         "ack_state",
     ),
     Metric(
+        "ack_writes_lost_in_flight",
+        "writes",
+        "counter",
+        "Cursor-ledger writes of ack state still in flight when their broker crashed: never durable, so recovery read the state before them and their acknowledgements went out again.",
+        "ack_state",
+        reported_when="storage.write_latency_ms is not zero (by the persisters that model writes in flight)",
+    ),
+    Metric(
         "ack_truncations",
         "builds",
         "counter",

@@ -96,6 +96,12 @@ class PluginContext:
     attributes); `plugin_settings` maps a settings namespace (`sim.<namespace>.`) to its
     validated model. `eviction_predicates` is the chain a removal queue consults, in order;
     `new_cursor_container` builds the active-cursor container the profile selected.
+
+    `storage_write_ns` describes the storage the brokers share (the workload's
+    `storage.write_latency_ms`): given the name of a writer (a durable cursor), it returns a
+    function that draws how long each of that writer's writes takes to become durable, in
+    nanoseconds. A persister that models its writes in flight uses it; storage completes one
+    writer's writes in the order they were made. `None` when writes are durable at once.
     """
 
     settings: Any
@@ -105,6 +111,7 @@ class PluginContext:
     plugin_settings: Mapping[str, BaseModel] = field(default_factory=dict)
     eviction_predicates: tuple[EvictionPredicate, ...] = ()
     new_cursor_container: Callable[[], CursorContainer] | None = None
+    storage_write_ns: Callable[[str], Callable[[], int]] | None = None
 
     def plugin(self, namespace: str) -> BaseModel:
         """The validated settings a plugin owns under `sim.<namespace>.`."""

@@ -109,8 +109,9 @@ def combined_metrics(
     largest broker's (the caller recomputes the ratios it can from the sums); latencies come from
     the one histogram the brokers share, so every broker reports the same."""
     out: dict[str, float] = {}
-    for name in per_broker[0]:
-        values = [m[name] for m in per_broker]
+    # A conditional metric may come only from the brokers whose plugins reported it.
+    for name in dict.fromkeys(name for m in per_broker for name in m):
+        values = [m[name] for m in per_broker if name in m]
         summed = kinds.get(name) == "counter" and name not in PEAK_COUNTERS
         out[name] = sum(values) if summed else max(values)
     return out

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Final
 
 import numpy as np
 
+from brokerlab.broker.streams import stream
 from brokerlab.workloads.model import DurationSpec
 
-__all__ = ["Durations"]
+__all__ = ["Durations", "write_latencies"]
 
 MS: Final = 1_000_000
 # Draws are made this many at a time: one numpy call per block rather than one per operation.
@@ -65,3 +67,15 @@ class Durations:
             ms = values[rng.choice(len(values), size=n, p=weights / weights.sum())]
         ns: list[int] = np.rint(ms * MS).astype(np.int64).tolist()
         return ns
+
+
+def write_latencies(spec: DurationSpec, seed: int) -> Callable[[str], Callable[[], int]] | None:
+    """``PluginContext.storage_write_ns`` for storage writes that take ``spec``: each writer
+    draws from a stream of its own, so one writer's writes never shift another's draws."""
+    if spec.is_zero:
+        return None
+
+    def for_writer(name: str) -> Callable[[], int]:
+        return Durations(spec, stream(seed, "storage", "write", name)).next_ns
+
+    return for_writer

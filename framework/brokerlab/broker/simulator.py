@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from brokerlab.broker.broker import Broker, BrokerPlugins, BrokerTuning
 from brokerlab.broker.cluster import Cluster, combined_metrics
+from brokerlab.broker.durations import write_latencies
 from brokerlab.broker.events import EventLoop
 from brokerlab.broker.streams import stream
 from brokerlab.errors import PluginError
@@ -26,7 +27,7 @@ from brokerlab.protocols import (
     SimulationRequest,
 )
 from brokerlab.records import AckStatePersisterRecord, PluginRecord, SimulatorRecord
-from brokerlab.workloads.model import WorkloadSpec
+from brokerlab.workloads.model import StorageSpec, WorkloadSpec
 from brokerlab.workloads.scaling import estimated_cost, scale_workload
 
 if TYPE_CHECKING:
@@ -44,7 +45,9 @@ def run_pulsar(request: SimulationRequest) -> SimulationOutput:
     assert isinstance(workload, WorkloadSpec)
     loop = EventLoop()
     brokers = [
-        wire_broker(request.profile, request.choices, loop, request.seed, index=i)
+        wire_broker(
+            request.profile, request.choices, loop, request.seed, index=i, storage=workload.storage
+        )
         for i in range(workload.cluster.brokers)
     ]
     cluster = None
@@ -82,10 +85,12 @@ def wire_broker(
     seed: int,
     wrap_persister: Callable[[AckStatePersister], AckStatePersister] | None = None,
     index: int = 0,
+    storage: StorageSpec | None = None,
 ) -> Broker:
     """A broker on ``loop`` with the plugins ``choices`` names, set up from ``profile``; not yet
     built. ``wrap_persister`` (tests) wraps every cursor's persister as it is created. ``index``
-    numbers a cluster's brokers: each after the first has a random stream of its own."""
+    numbers a cluster's brokers: each after the first has a random stream of its own.
+    ``storage`` (the workload's) tells the plugins how long a storage write takes."""
     context = PluginContext(
         settings=profile.settings,
         clock=loop,
@@ -93,6 +98,9 @@ def wire_broker(
         rng=stream(seed, "plugins") if index == 0 else stream(seed, "plugins", f"broker-{index}"),
         plugin_settings=profile.plugin_settings,
         new_cursor_container=choices.cursor_container.record.factory,
+        storage_write_ns=None
+        if storage is None
+        else write_latencies(storage.write_latency_ms, seed),
     )
     predicates = tuple(reg.record.factory(context) for reg in choices.eviction_predicates)
     context = context.with_(eviction_predicates=predicates)

@@ -253,8 +253,9 @@ class StorageSpec(_Strict):
     ``read_latency_ms`` is drawn per storage read operation, and ``read_ms_per_mib`` adds the
     transfer time of what it reads; ``write_latency_ms`` is drawn per entry a producer sends: the
     entry is persisted (readable, acknowledged to its producer) that long after it was sent, and
-    never before the topic's earlier entries. All zero by default: storage answers at once, as in
-    a model without storage time.
+    never before the topic's earlier entries; and per cursor-ledger write of ack state, which a
+    crash loses while it is in flight. All zero by default: storage answers at once, as in a
+    model without storage time.
     """
 
     read_latency_ms: Duration = DurationSpec()

@@ -19,7 +19,7 @@ from brokerlab_plugins.ack_state.settings import ack_settings
 from brokerlab_plugins.ack_state.shapes import LedgerState, Snapshot, ledger_words
 from brokerlab_plugins.ack_state.storage import Encoded
 from brokerlab_plugins.ack_state.truncation import walk_budget, walk_ledgers_budget
-from brokerlab_plugins.ack_state.whole_state import WholeStatePersister
+from brokerlab_plugins.ack_state.whole_state import WholeStatePersister, write_latency
 from brokerlab_plugins.ack_state.wire_size import batches_bytes, long_list_map_bytes, ranges_bytes
 
 __all__ = ["ByteLimitEncoder", "new_pip299_persister"]
@@ -109,4 +109,6 @@ def new_pip299_persister(context: PluginContext, cursor: str) -> WholeStatePersi
         s.acknowledgment_at_batch_index_level_enabled,
     )
     pause = PauseSwitch(broker=s.dispatcher_pause_on_ack_persistent_state_enabled)
-    return WholeStatePersister(context.clock, s, encoder, pause, frame_limit(context))
+    return WholeStatePersister(
+        context.clock, s, encoder, pause, frame_limit(context), write_latency(context, cursor)
+    )

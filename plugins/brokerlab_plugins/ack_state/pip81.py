@@ -8,11 +8,17 @@ ledger that still has state. Recovery reads back to the newest marker; entries w
 cursor ledger is replaced by a new one holding copies of only the referenced entries plus a
 marker. Nothing is ever truncated; a per-ledger entry larger than the BookKeeper frame fails the
 flush (the previous marker stays valid and the cursor stays dirty).
+
+With a storage write latency each entry is durable some time after it was appended, in order; a
+crash loses the entries still in flight, so a flush whose marker was in flight is recovered from
+the previous marker, and a new cursor ledger whose first marker was in flight is never pointed
+at: recovery reads the ledger before it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from bisect import bisect_right
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Final
 
@@ -29,7 +35,7 @@ from brokerlab_plugins.ack_state.lru import LruLedgers
 from brokerlab_plugins.ack_state.range_count import frame_limit
 from brokerlab_plugins.ack_state.shapes import LedgerState, Snapshot, recovered
 from brokerlab_plugins.ack_state.storage import FIRST_CURSOR_LEDGER
-from brokerlab_plugins.ack_state.whole_state import StorageLimits
+from brokerlab_plugins.ack_state.whole_state import StorageLimits, write_latency
 from brokerlab_plugins.ack_state.wire_size import (
     header_bytes,
     long_properties_bytes,
@@ -80,6 +86,7 @@ class SplitAckPersister:
         cap: int | None,
         frame: int | None,
         batch_index: bool = True,
+        write_ns: Callable[[], int] | None = None,
     ) -> None:
         self._clock = clock
         self._limiter = MarkDeleteRateLimiter(
@@ -90,6 +97,14 @@ class SplitAckPersister:
         self._batch_index = batch_index
         self.lru = LruLedgers(cap)
         self._log: list[_LedgerEntry | _Marker] = []
+        # With a write latency: when each log entry is durable (ascending), the cursor ledger
+        # before the last switch and the index of the new ledger's first marker.
+        self._write_ns = write_ns
+        self._done: list[int] = []
+        self._last_done_ns = 0
+        self._previous: tuple[list[_LedgerEntry | _Marker], list[int]] | None = None
+        self._switch_marker = 0
+        self.writes_lost_in_flight = 0
         self._readonly = False
         self._cursor_ledger = FIRST_CURSOR_LEDGER - 1
         self._index: dict[int, int] = {}
@@ -111,7 +126,11 @@ class SplitAckPersister:
     # ---- AckStatePersister --------------------------------------------------------------------
 
     def created(self, state: AckState) -> PersistOutcome | None:
-        return self._flush(state)
+        # The cursor exists once its first marker is durable: nothing of it is in flight.
+        write_ns, self._write_ns = self._write_ns, None
+        outcome = self._flush(state)
+        self._write_ns = write_ns
+        return outcome
 
     def acked(self, state: AckState, changed_ledgers: Sequence[int]) -> PersistOutcome | None:
         swapped_out: set[int] = set()
@@ -131,11 +150,32 @@ class SplitAckPersister:
         return self._flush(state) if self._dirty else None
 
     def close(self, state: AckState) -> PersistOutcome | None:
-        return self._flush(state)
+        # A close completes once its writes and every earlier one are durable.
+        write_ns, self._write_ns = self._write_ns, None
+        outcome = self._flush(state)
+        self._write_ns = write_ns
+        self._done = [0] * len(self._log)
+        self._previous = None
+        return outcome
 
     def crash(self) -> None:
         self._dirty = False
         self._pending.clear()
+        if self._write_ns is not None:
+            self._lose_in_flight(self._clock.now_ns())
+
+    def _lose_in_flight(self, now_ns: int) -> None:
+        """Drop the log entries not durable at ``now_ns``; a new cursor ledger whose first
+        marker was among them is dropped whole, and the one before it is read instead."""
+        kept = bisect_right(self._done, now_ns)
+        lost = len(self._log) - kept
+        if self._previous is not None and kept <= self._switch_marker:
+            self._log, self._done = self._previous
+            kept = bisect_right(self._done, now_ns)
+            lost += len(self._log) - kept
+        self._previous = None
+        del self._log[kept:], self._done[kept:]
+        self.writes_lost_in_flight += lost
 
     def recover(self) -> RecoveredAckState:
         """Read back to the newest complete marker; load ledgers newest first up to the cap."""
@@ -176,6 +216,12 @@ class SplitAckPersister:
             "ack_metadata_store_writes": self.metadata_store_writes,
             "ack_swap_ins": self.lru.swap_ins,
             "ack_swap_outs": self.lru.swap_outs,
+            # Reported only where writes take time, so that other runs keep their metrics.
+            **(
+                {"ack_writes_lost_in_flight": self.writes_lost_in_flight}
+                if self._write_ns is not None
+                else {}
+            ),
         }
 
     # ---- writes -------------------------------------------------------------------------------
@@ -201,7 +247,7 @@ class SplitAckPersister:
             if self.frame is not None and entry.bytes > self.frame:
                 self.oversize_entries += 1
                 return self._failed(spent)
-            self._log.append(entry)
+            self._append(entry)
             self.ledger_entries_written += 1
             spent += entry.bytes
             index[lid] = len(self._log) - 1
@@ -210,7 +256,7 @@ class SplitAckPersister:
             return self._failed(spent)
         self._cursor_properties = snap.cursor_properties
         marker = _Marker(md, dict(snap.properties), index, marker_bytes(md, snap.properties, index))
-        self._log.append(marker)
+        self._append(marker)
         spent += marker.bytes
         self._index = index
         self._written = {lid: ledgers[lid] for lid in index}
@@ -232,19 +278,22 @@ class SplitAckPersister:
     def _switch(self, snap: Snapshot) -> int:
         """A new cursor ledger: copies of the referenced entries, a marker, the node updated."""
         old = self._log
+        self._previous = (old, self._done)
         self._log = []
+        self._done = []
         index: dict[int, int] = {}
         spent = 0
         for lid, eid in self._index.items():
             entry = old[eid]
-            self._log.append(entry)
+            self._append(entry)
             index[lid] = len(self._log) - 1
             spent += entry.bytes
         previous = self._last_marker(old)
         md = previous.mark_delete if previous else snap.mark_delete
         props = previous.properties if previous else snap.properties
         marker = _Marker(md, props, index, marker_bytes(md, props, index))
-        self._log.append(marker)
+        self._append(marker)
+        self._switch_marker = len(self._log) - 1
         self._index = index
         self._readonly = False
         self.metadata_store_writes += 1
@@ -257,6 +306,15 @@ class SplitAckPersister:
             last_active_ms=self._clock.now_ms(),
         )
         return spent + marker.bytes + pointer
+
+    def _append(self, entry: _LedgerEntry | _Marker) -> None:
+        """Write one cursor-ledger entry: durable now, or after a draw of the write latency and
+        never before the entries written earlier."""
+        self._log.append(entry)
+        now = self._clock.now_ns()
+        done = now if self._write_ns is None else now + self._write_ns()
+        self._last_done_ns = max(done, self._last_done_ns)
+        self._done.append(self._last_done_ns)
 
     @staticmethod
     def _last_marker(log: list[_LedgerEntry | _Marker]) -> _Marker | None:
@@ -274,5 +332,10 @@ def new_pip81_persister(context: PluginContext, cursor: str) -> SplitAckPersiste
         else None
     )
     return SplitAckPersister(
-        context.clock, s, cap, frame_limit(context), s.acknowledgment_at_batch_index_level_enabled
+        context.clock,
+        s,
+        cap,
+        frame_limit(context),
+        s.acknowledgment_at_batch_index_level_enabled,
+        write_latency(context, cursor),
     )

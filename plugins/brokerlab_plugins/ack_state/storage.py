@@ -10,12 +10,17 @@ The model keeps only what recovery can read back:
   a BookKeeper failure (§3.6) or a close to the metadata store (§3.7). Recovery from the node
   drops the batch bitsets, as Pulsar does.
 
-Writes are synchronous: the simulated broker has no in-flight window, so a crash loses exactly the
-writes the cadence had not made yet.
+A write is durable when the storage says so: at once, or, when the workload gives storage writes a
+latency (``PluginContext.storage_write_ns``), that long after it was made and never before the
+cursor's earlier writes. A crash loses the acknowledgements the cadence had not written yet and
+the writes still in flight (spec §6.3, source 1): recovery reads what the last durable write left.
+The cursor's creation (the metadata-store node with its initial position) and a graceful close
+complete before the broker goes on, so neither is ever in flight at a crash.
 """
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any, Final, Literal, Protocol
@@ -112,8 +117,18 @@ def _landed(entry: Encoded, spent: int, to_store: bool) -> PersistOutcome:
     return outcome
 
 
+_RecoveryView = tuple[
+    Any, Sequence[Range], Mapping[Position, BatchAck], Mapping[str, int], RecoveredAckState, bool
+]
+"""What recovery reads: the ledger's last entry (mark-delete, ranges, batches, properties), the
+node, and whether the node holds the state."""
+
+
 class CursorStorage:
-    """One cursor's ledger and metadata-store node; ``nodes`` encodes the node's contents."""
+    """One cursor's ledger and metadata-store node; ``nodes`` encodes the node's contents.
+
+    ``write_ns`` draws how long one write takes to become durable (``None``: at once).
+    """
 
     def __init__(
         self,
@@ -123,6 +138,7 @@ class CursorStorage:
         rollover_seconds: int,
         start: RecoveredAckState,
         nodes: MetadataNodes,
+        write_ns: Callable[[], int] | None = None,
     ) -> None:
         # What every write reads comes first (compiled, attributes are laid out in this order,
         # and these then share two cache lines).
@@ -150,6 +166,13 @@ class CursorStorage:
         self.rollovers = 0
         self.metadata_store_writes = 0
         self.oversize_entries = 0
+        # Writes in flight (only with a write latency): when each becomes durable, and what
+        # recovery reads once it is; and what it reads if every one of them is lost.
+        self._write_ns = write_ns
+        self._in_flight: deque[tuple[int, _RecoveryView]] = deque()
+        self._durable_view: _RecoveryView | None = None
+        self._last_done_ns = 0
+        self.writes_lost_in_flight = 0
 
     # ---- queries ------------------------------------------------------------------------------
 
@@ -171,9 +194,26 @@ class CursorStorage:
 
     # ---- writes -------------------------------------------------------------------------------
 
+    @property
+    def takes_time(self) -> bool:
+        """Whether writes are in flight for a while before they are durable."""
+        return self._write_ns is not None
+
     def persist(self, entry: Encoded, now_ns: int) -> PersistOutcome:
         """Append ``entry`` at ``now_ns``, creating a ledger first if needed; if oversize, write
-        the node."""
+        the node. With a write latency the write is in flight until it completes."""
+        if self._write_ns is None:
+            return self._persist(entry, now_ns)
+        self._settle(now_ns)
+        if not self._in_flight:
+            self._durable_view = self._view()
+        outcome = self._persist(entry, now_ns)
+        done = max(now_ns + self._write_ns(), self._last_done_ns)
+        self._last_done_ns = done
+        self._in_flight.append((done, self._view()))
+        return outcome
+
+    def _persist(self, entry: Encoded, now_ns: int) -> PersistOutcome:
         spent = 0
         to_store = False
         if self._mode != "open":
@@ -204,8 +244,10 @@ class CursorStorage:
     ) -> PersistOutcome:
         """Graceful close: the final state goes to the writable ledger or to the node (§3.7).
 
-        ``build`` encodes the ledger entry, called only if the ledger path is taken.
+        ``build`` encodes the ledger entry, called only if the ledger path is taken. The close
+        completes after every write in flight, so all of them are durable.
         """
+        self._in_flight.clear()
         if to_ledger and self._mode == "open":
             entry = build()
             if not self._fits(entry):
@@ -217,6 +259,15 @@ class CursorStorage:
         node = self._fall_back(snap, oversize=False)
         self._last_mark_delete = None  # the cursor ledger is deleted
         return _landed(node, node.bytes, True)
+
+    def crash(self, now_ns: int) -> None:
+        """The broker died at ``now_ns``: the writes still in flight never complete."""
+        self._settle(now_ns)
+        if self._in_flight:
+            self.writes_lost_in_flight += len(self._in_flight)
+            self._in_flight.clear()
+            assert self._durable_view is not None
+            self._restore(self._durable_view)
 
     def lose_ledger(self) -> None:
         """Fault injection: the cursor ledger was deleted or became unreadable (§6.1 rollback)."""
@@ -244,6 +295,32 @@ class CursorStorage:
         ), "ledger"
 
     # ---- internals ----------------------------------------------------------------------------
+
+    def _settle(self, now_ns: int) -> None:
+        """Writes completed by ``now_ns`` leave the in-flight queue, the last one durable."""
+        in_flight = self._in_flight
+        while in_flight and in_flight[0][0] <= now_ns:
+            self._durable_view = in_flight.popleft()[1]
+
+    def _view(self) -> _RecoveryView:
+        return (
+            self._last_mark_delete,
+            self._last_ranges,
+            self._last_batches,
+            self._last_properties,
+            self._node,
+            self._node_holds_state,
+        )
+
+    def _restore(self, view: _RecoveryView) -> None:
+        (
+            self._last_mark_delete,
+            self._last_ranges,
+            self._last_batches,
+            self._last_properties,
+            self._node,
+            self._node_holds_state,
+        ) = view
 
     def _fits(self, entry: Encoded) -> bool:
         return self.frame_limit is None or entry.bytes <= self.frame_limit

@@ -8,18 +8,24 @@ pauses; that is an :class:`Encoder`. Cadence (§3.4), the cursor ledger and meta
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import replace
 from typing import Protocol
 
-from brokerlab.protocols import AckState, Clock, PersistOutcome, RecoveredAckState
+from brokerlab.protocols import AckState, Clock, PersistOutcome, PluginContext, RecoveredAckState
 from brokerlab_plugins.ack_state.cadence import MarkDeleteRateLimiter
 from brokerlab_plugins.ack_state.pause import PauseSwitch
 from brokerlab_plugins.ack_state.shapes import LedgerState, Snapshot
 from brokerlab_plugins.ack_state.storage import CursorStorage, Encoded
 from brokerlab_plugins.ack_state.wire_size import managed_cursor_info_bytes
 
-__all__ = ["Encoder", "StorageLimits", "WholeStatePersister"]
+__all__ = ["Encoder", "StorageLimits", "WholeStatePersister", "write_latency"]
+
+
+def write_latency(context: PluginContext, cursor: str) -> Callable[[], int] | None:
+    """How long each of ``cursor``'s storage writes takes (``None``: durable at once)."""
+    writes = context.storage_write_ns
+    return None if writes is None else writes(cursor)
 
 
 class Encoder(Protocol):
@@ -62,6 +68,7 @@ class WholeStatePersister:
         encoder: Encoder,
         pause: PauseSwitch | None = None,
         frame_limit: int | None = None,
+        write_ns: Callable[[], int] | None = None,
     ) -> None:
         self._clock = clock
         self.encoder = encoder
@@ -77,6 +84,7 @@ class WholeStatePersister:
             settings.managed_ledger_cursor_rollover_time_in_seconds,
             RecoveredAckState(mark_delete=(-1, -1)),
             self,
+            write_ns,
         )
         self._dirty = False
         self._cursor_properties: Mapping[str, str] = {}
@@ -113,6 +121,7 @@ class WholeStatePersister:
 
     def crash(self) -> None:
         self._dirty = False
+        self.storage.crash(self._clock.now_ns())
 
     def recover(self) -> RecoveredAckState:
         state, self.recovery_path = self.storage.recover()
@@ -132,6 +141,8 @@ class WholeStatePersister:
             "ack_oversize_entries": s.oversize_entries,
             "ack_cursor_ledger_rollovers": s.rollovers,
             **self.encoder.stats(),
+            # Reported only where writes take time, so that other runs keep their metrics.
+            **({"ack_writes_lost_in_flight": s.writes_lost_in_flight} if s.takes_time else {}),
         }
 
     # ---- MetadataNodes (asked by the storage only when it writes the node) ---------------------
