@@ -360,3 +360,56 @@ def test_a_workload_travels_as_json_to_the_matrix_executors() -> None:
     spec = parse_workload(textwrap.dedent(MIXED), "mixed.toml")
     assert WorkloadSpec.model_validate_json(spec.model_dump_json()) == spec
     assert WorkloadSpec.model_validate(spec.model_dump()) == spec
+
+
+OUTAGE = """
+name = "producers-outage"
+duration_s = 2
+drain_s = 1
+[storage]
+write_latency_ms = {write_ms}
+[[topics]]
+name = "t"
+rate = 100
+arrival = "constant"
+max_pending_messages = {pending}
+[[topics.subscriptions]]
+name = "s"
+[[events]]
+at_s = 1.005
+kind = "unload"
+outage_s = 0.5
+"""
+
+
+def test_during_an_outage_sends_stay_pending_and_a_full_queue_rejects_the_rest() -> None:
+    """100 msg/s (arrivals at 10, 20, .., 1,990 ms), 5 pending sends, 1 ms writes; the topic is
+    unavailable from 1,005 to 1,505 ms. The arrivals at 1,010 .. 1,050 ms fill the queue and wait
+    for the topic; the other 45 of the outage's 50 are rejected. The five go out when the topic
+    is back and persist at 1,506 ms, 456 .. 496 ms after they were sent."""
+    document = OUTAGE.format(write_ms=1, pending=5)
+    m = simulate(profile(), parse_workload(document, "outage.toml"), 0, host=HOST).metrics
+    assert m["publish_offered"] == 199
+    assert m["publish_rejected"] == 45
+    assert m["published"] == 154
+    # 149 messages took 1 ms; the five sent during the outage 456, 466, .., 496 ms: the 153rd
+    # smallest of 154 (the 99th percentile) is 486 ms.
+    assert m["publish_latency_p50_ms"] == 1
+    assert m["publish_latency_p99_ms"] == 486
+    assert m["held_entries"] == 0  # no write completed during the outage
+
+
+def test_a_write_completed_during_an_outage_gives_its_permit_back_only_when_the_topic_is_back() -> (
+    None
+):
+    """1 pending send, 100 ms writes: sends at 10, 110, .., 910 ms. The write sent at 910 ms
+    completes at 1,010 ms, during the outage: the entry is stored, but the producer hears of it
+    at 1,505 ms (595 ms after the send), so every arrival until then is rejected. Sends resume
+    at 1,510 ms: 1,510 .. 1,910 ms, 15 in all."""
+    document = OUTAGE.format(write_ms=100, pending=1)
+    m = simulate(profile(), parse_workload(document, "outage.toml"), 0, host=HOST).metrics
+    assert m["published"] == 15
+    assert m["publish_rejected"] == 199 - 15
+    assert m["held_entries"] == 1
+    assert m["publish_latency_p50_ms"] == 100
+    assert m["publish_latency_p99_ms"] == 595

@@ -184,6 +184,7 @@ class Topic:
         "held",
         "ledger",
         "name",
+        "resume_producers",
     )
 
     def __init__(self, name: str, ledger: ManagedLedger, cursors: CursorContainer) -> None:
@@ -201,6 +202,8 @@ class Topic:
         # While the topic is unavailable (its broker is down): what producers send meanwhile, as
         # (size, sent_ns, key, batch, deliver_at_ms), persisted in order when it is back.
         self.held: list[tuple[int, int, int, int, int]] | None = None
+        # Set by flow-controlled producers: called when the topic is available again.
+        self.resume_producers: Callable[[], None] | None = None
 
 
 class Broker:

@@ -22,9 +22,14 @@ other workload never reaches this module.
 * Producers stop at the end of their publishing period: entries still waiting behind a full
   queue then are never sent. A deliver-at time counts from the arrival (the application builds
   the message before it blocks in ``send``).
+* While the topic is unavailable (an outage) a producer is disconnected: what it sends stays
+  pending in its queue, still holding its permits, and goes out when the topic is back (the
+  client resends its pending messages on reconnecting), keeping its send time. A write that
+  completes during the outage reaches the storage, but its producer hears of it only when the
+  topic is back, so its permits stay taken until then.
 
 Not modelled: the network between producer and broker, the client's memory limit, send timeouts,
-and what a broker restart does to writes in flight (they complete as if nothing happened).
+and the duplicate a resend makes of a write that had reached the storage before a crash.
 """
 
 from __future__ import annotations
@@ -118,7 +123,16 @@ class Producer:
 class TopicWriter:
     """A topic's producers and its writes in flight, completed in the order they were sent."""
 
-    __slots__ = ("complete", "in_flight", "last_done_ns", "producers", "topic", "turn")
+    __slots__ = (
+        "complete",
+        "in_flight",
+        "last_done_ns",
+        "producers",
+        "resend",
+        "topic",
+        "turn",
+        "unconfirmed",
+    )
 
     def __init__(self, publisher: FlowPublisher, topic: Topic, producers: int) -> None:
         self.topic = topic
@@ -129,6 +143,11 @@ class TopicWriter:
         # When the last write sent completes: a later one never completes before it.
         self.last_done_ns = 0
         self.complete = lambda: publisher.complete(self)  # one per topic, scheduled per write
+        # While the topic is unavailable: entries sent meanwhile (to write when it is back), and
+        # writes completed meanwhile whose producers are not told yet (producer, send time).
+        self.resend: deque[tuple[Producer, int, int, int, int]] = deque()
+        self.unconfirmed: list[tuple[Producer, int]] = []
+        topic.resume_producers = lambda: publisher.resume(self)
 
     def next_producer(self) -> Producer:
         producer = self.producers[self.turn]
@@ -216,40 +235,80 @@ class FlowPublisher:
         self, writer: TopicWriter, producer: Producer, size: int, key: int, deliver_at_ms: int
     ) -> None:
         """``producer`` sends an entry now; it is persisted when its write and the earlier ones
-        of the topic have completed."""
+        of the topic have completed. While the topic is unavailable it waits to be resent."""
         now = self.loop.now_ns()
         producer.pending += self.batch
-        done = max(now + self.writes.next_ns(), writer.last_done_ns)
-        writer.last_done_ns = done
-        if done == now and not writer.in_flight:
-            # Persisted at once (a zero write time): nothing earlier to wait for. The caller sees
-            # the permits come back; no waiting entry needs sending from here.
-            self._persist(writer.topic, producer, size, now, key, deliver_at_ms)
+        if writer.topic.held is not None:
+            writer.resend.append((producer, size, now, key, deliver_at_ms))
             return
-        writer.in_flight.append((producer, size, now, key, deliver_at_ms))
-        self.loop.at(done, writer.complete)
+        self._write(writer, producer, size, now, key, deliver_at_ms)
 
-    def complete(self, writer: TopicWriter) -> None:
-        """The oldest write in flight of ``writer``'s topic has completed: persist it, and let its
-        producer send what was waiting for the permits it gives back."""
-        producer, size, sent_ns, key, deliver_at_ms = writer.in_flight.popleft()
-        self._persist(writer.topic, producer, size, sent_ns, key, deliver_at_ms)
-        if producer.waiting and self.loop.now_ns() < self.end_ns:
-            self._unblock(writer, producer)
-
-    def _persist(
+    def _write(
         self,
-        topic: Topic,
+        writer: TopicWriter,
         producer: Producer,
         size: int,
         sent_ns: int,
         key: int,
         deliver_at_ms: int,
     ) -> None:
+        """Start the storage write of an entry ``producer`` sent at ``sent_ns``."""
+        now = self.loop.now_ns()
+        done = max(now + self.writes.next_ns(), writer.last_done_ns)
+        writer.last_done_ns = done
+        if done == now and not writer.in_flight:
+            # Persisted at once (a zero write time): nothing earlier to wait for. The caller sees
+            # the permits come back; no waiting entry needs sending from here.
+            self._persist(writer, producer, size, sent_ns, key, deliver_at_ms)
+            return
+        writer.in_flight.append((producer, size, sent_ns, key, deliver_at_ms))
+        self.loop.at(done, writer.complete)
+
+    def complete(self, writer: TopicWriter) -> None:
+        """The oldest write in flight of ``writer``'s topic has completed: persist it, and let its
+        producer send what was waiting for the permits it gives back."""
+        producer, size, sent_ns, key, deliver_at_ms = writer.in_flight.popleft()
+        told = self._persist(writer, producer, size, sent_ns, key, deliver_at_ms)
+        if told and producer.waiting and self.loop.now_ns() < self.end_ns:
+            self._unblock(writer, producer)
+
+    def _persist(
+        self,
+        writer: TopicWriter,
+        producer: Producer,
+        size: int,
+        sent_ns: int,
+        key: int,
+        deliver_at_ms: int,
+    ) -> bool:
+        """The write is durable: publish the entry; returns whether its producer was told (not
+        while the topic is unavailable: then the permits come back with the topic)."""
         batch = self.batch
+        topic = writer.topic
         publish(topic.broker, topic, size, sent_ns, key, batch, deliver_at_ms)
+        if topic.held is not None:
+            writer.unconfirmed.append((producer, sent_ns))
+            return False
         producer.pending -= batch
         self.stats.record(self.loop.now_ns() - sent_ns, batch)
+        return True
+
+    def resume(self, writer: TopicWriter) -> None:
+        """The topic is available again: producers hear of the writes completed meanwhile and
+        resend what they sent meanwhile, in order; blocked producers send what now fits."""
+        now = self.loop.now_ns()
+        batch = self.batch
+        for producer, sent_ns in writer.unconfirmed:
+            producer.pending -= batch
+            self.stats.record(now - sent_ns, batch)
+        writer.unconfirmed.clear()
+        resend, writer.resend = writer.resend, deque()
+        for producer, size, sent_ns, key, deliver_at_ms in resend:
+            self._write(writer, producer, size, sent_ns, key, deliver_at_ms)
+        if now < self.end_ns:
+            for producer in writer.producers:
+                if producer.waiting:
+                    self._unblock(writer, producer)
 
     def _unblock(self, writer: TopicWriter, producer: Producer) -> None:
         """Send the waiting entries that fit; the producer stays blocked while any is left."""

@@ -104,6 +104,8 @@ def _reopen(broker: Broker, topics: list[Topic]) -> None:
             counters.held_entries += len(held)
             for size, sent_ns, key, batch, deliver_at_ms in held:
                 publish(broker, topic, size, sent_ns, key, batch, deliver_at_ms)
+        if topic.resume_producers is not None:
+            topic.resume_producers()
 
 
 def _close_topics(broker: Broker, graceful: bool) -> None:
