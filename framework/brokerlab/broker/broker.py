@@ -48,7 +48,7 @@ from brokerlab.workloads.model import (
     WorkloadSpec,
 )
 
-__all__ = ["Broker", "BrokerPlugins", "BrokerTuning", "Counters", "Topic"]
+__all__ = ["Broker", "BrokerPlugins", "BrokerTuning", "Counters", "Topic", "percentiles"]
 
 NS: Final = 1_000_000_000
 MS: Final = 1_000_000
@@ -580,7 +580,7 @@ class Broker:
         metrics["unavailable_ms"] = c.unavailable_ns / MS
         metrics["unacked_at_end"] = sum(unacked_messages(d.cursor) for d in self.dispatchers)
         metrics["dedup_producers_lost"] = sum(t.dedup.lost for t in self.topics if t.dedup)
-        metrics["latency_p50_ms"], metrics["latency_p99_ms"] = _percentiles(
+        metrics["latency_p50_ms"], metrics["latency_p99_ms"] = percentiles(
             self.latency_ms, (0.5, 0.99)
         )
         metrics["ack_bytes_per_ack"] = c.ack_persisted_bytes / c.acked if c.acked else 0.0
@@ -620,7 +620,9 @@ def _new_tracker(
     return factory.new_tracker(topic, subscription, wake)
 
 
-def _percentiles(hist: dict[int, int], qs: tuple[float, ...]) -> tuple[float, ...]:
+def percentiles(hist: dict[int, int], qs: tuple[float, ...]) -> tuple[float, ...]:
+    """The smallest key of ``hist`` (value -> count) with at least a share ``q`` of the counts at
+    or below it, for each ``q`` of ``qs``; exact on a sum of histograms, as a cluster's is."""
     total = sum(hist.values())
     if not total:
         return tuple(0.0 for _ in qs)

@@ -12,7 +12,9 @@ another broker goes down.
 Each broker has its own entry cache, cursor containers, delayed-delivery trackers and ack-state
 persisters, made by the plugins from the same profile: plugins see one broker, as in Pulsar. A
 topic handed over keeps its managed ledger and its cursors' persisted state (both live in the
-shared storage) and loses everything in memory.
+shared storage) and loses everything in memory. Each broker records the end-to-end latencies of
+what it delivers in a histogram of its own; the cluster's percentiles come from their sum
+(:func:`merged_histogram`).
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from brokerlab.broker.broker import Broker, Topic
 from brokerlab.broker.reads import Storage
 from brokerlab.workloads.model import EventSpec, WorkloadSpec
 
-__all__ = ["Cluster", "bundle_of", "combined_metrics"]
+__all__ = ["Cluster", "bundle_of", "combined_metrics", "merged_histogram"]
 
 NS: Final = 1_000_000_000
 HASH_RANGE: Final = 1 << 32
@@ -55,9 +57,7 @@ class Cluster:
         self.loop = brokers[0].loop
         # Bundle -> index of the broker that owns it.
         self.owner_of_bundle = [b % len(brokers) for b in range(bundles)]
-        # Every broker's latencies in one histogram, so that percentiles are the cluster's.
         for broker in brokers[1:]:
-            broker.latency_ms = brokers[0].latency_ms
             broker.share_ledger_ids(brokers[0])
 
     def owner(self, topic: str) -> Broker:
@@ -106,11 +106,20 @@ def combined_metrics(
     per_broker: list[Mapping[str, float]], kinds: Mapping[str, str]
 ) -> dict[str, float]:
     """The brokers' metrics as the cluster's: counters add up; gauges, peaks and ratios take the
-    largest broker's (the caller recomputes the ratios it can from the sums); latencies come from
-    the one histogram the brokers share, so every broker reports the same."""
+    largest broker's (the caller recomputes the ratios it can from the sums, and the latency
+    percentiles from :func:`merged_histogram`)."""
     out: dict[str, float] = {}
     for name in per_broker[0]:
         values = [m[name] for m in per_broker]
         summed = kinds.get(name) == "counter" and name not in PEAK_COUNTERS
         out[name] = sum(values) if summed else max(values)
     return out
+
+
+def merged_histogram(brokers: list[Broker]) -> dict[int, int]:
+    """The brokers' end-to-end latency histograms (ms -> messages) added up: the cluster's."""
+    merged: dict[int, int] = {}
+    for broker in brokers:
+        for key, count in broker.latency_ms.items():
+            merged[key] = merged.get(key, 0) + count
+    return merged
