@@ -52,16 +52,15 @@ def run_pulsar(request: SimulationRequest) -> SimulationOutput:
         wire_broker(request.profile, request.choices, loop, request.seed, index=i)
         for i in range(workload.cluster.brokers)
     ]
-    cluster = None
-    if len(brokers) > 1:
-        bundles = request.profile.settings.default_number_of_namespace_bundles
-        cluster = Cluster(brokers, bundles)
+    # One broker is a cluster too, for the unload of a topic's bundle; it is built as before.
+    cluster = Cluster(brokers, request.profile.settings.default_number_of_namespace_bundles)
     # The collector walks neither the process's startup objects nor the model, which both live
     # through the run; it collects only what the run creates.
     with new_objects_only() as keep:
         with collector_paused():
-            if cluster is None:
+            if len(brokers) == 1:
                 brokers[0].build(workload)
+                cluster.schedule_topic_unloads(workload)
             else:
                 cluster.build(workload)
             keep()  # before the collector is back, or its first pass walks the whole model
@@ -70,7 +69,7 @@ def run_pulsar(request: SimulationRequest) -> SimulationOutput:
         report = None if progress is None else (lambda now: progress(now / end if end else 1.0))
         loop.run_until(end, report)
     per_broker: tuple[dict[str, float], ...] = ()
-    if cluster is None:
+    if len(brokers) == 1:
         metrics = _collect(brokers[0], request.choices)
     else:
         metrics, per_broker = _collect_cluster(brokers, request.choices)
