@@ -181,7 +181,8 @@ _TABLE: tuple[Metric, ...] = (
         "topic_moves",
         "topics",
         "counter",
-        "Topics handed over to another broker when a broker's outage ended.",
+        "Topics handed over to another broker when a broker's outage ended, or moved with their "
+        "bundle by an unload of a topic.",
         "messages",
     ),
     Metric(

@@ -494,9 +494,13 @@ class SimulationOutput:
     `metrics` maps registered metric names (`brokerlab.metrics`) to numbers; `plugins`
     names what the run used, by role (extension point or the simulator's own components);
     `timeline` holds optional samples over simulated time, each a mapping with a `t_s` key.
+    `per_broker` holds, for a run of more than one broker, each broker's own metrics in broker
+    order (`metrics` then holds the cluster's); empty otherwise, so one-broker results stay as
+    they were.
     """
 
     metrics: Mapping[str, float]
     plugins: Mapping[str, str]
     events: int = 0
     timeline: tuple[Mapping[str, float], ...] = ()
+    per_broker: tuple[Mapping[str, float], ...] = ()

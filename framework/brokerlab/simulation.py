@@ -36,7 +36,8 @@ Progress = Callable[[float], None]
 
 @dataclass(frozen=True)
 class Result:
-    """One simulation's outcome: what ran, and every metric as a number."""
+    """One simulation's outcome: what ran, and every metric as a number; for a cluster of more
+    than one broker, ``metrics`` are the cluster's and ``per_broker`` each broker's own."""
 
     profile: str
     workload: str
@@ -45,16 +46,20 @@ class Result:
     metrics: Mapping[str, float]
     events: int = field(default=0, compare=False)
     timeline: tuple[Mapping[str, float], ...] = field(default=(), compare=False, repr=False)
+    per_broker: tuple[Mapping[str, float], ...] = ()
 
     def to_json(self) -> str:
-        """The CLI's ``--json`` document; byte-identical for identical inputs."""
-        document = {
+        """The CLI's ``--json`` document; byte-identical for identical inputs. ``per_broker``
+        appears only for a cluster, so a one-broker document is what it always was."""
+        document: dict[str, object] = {
             "profile": self.profile,
             "workload": self.workload,
             "seed": self.seed,
             "plugins": dict(self.plugins),
             "metrics": dict(self.metrics),
         }
+        if self.per_broker:
+            document["per_broker"] = [dict(m) for m in self.per_broker]
         return json.dumps(document, indent=2)
 
 
@@ -145,13 +150,7 @@ def run_simulation(
             value=workload.name,
         )
     output = simulator.run(SimulationRequest(profile, choices, workload, seed, progress))
-    for name in output.metrics:
-        if name not in METRICS or METRICS[name].simulator != simulator.name:
-            raise PluginError(
-                f"the {simulator.name!r} simulator reported {name!r}, which is not one of its "
-                "metrics in brokerlab.metrics"
-            )
-    metrics = {name: _number(output.metrics[name]) for name in sorted(output.metrics)}
+    metrics = _numbers(output.metrics, simulator.name)
     return Result(
         profile=str(profile.path) if profile.path else "",
         workload=workload.name,
@@ -160,7 +159,20 @@ def run_simulation(
         metrics=metrics,
         events=output.events,
         timeline=output.timeline,
+        per_broker=tuple(_numbers(m, simulator.name) for m in output.per_broker),
     )
+
+
+def _numbers(reported: Mapping[str, float], simulator: str) -> dict[str, float]:
+    """``reported`` by name, each value as :func:`_number` gives it; refused if a name is not
+    one of ``simulator``'s metrics."""
+    for name in reported:
+        if name not in METRICS or METRICS[name].simulator != simulator:
+            raise PluginError(
+                f"the {simulator!r} simulator reported {name!r}, which is not one of its "
+                "metrics in brokerlab.metrics"
+            )
+    return {name: _number(reported[name]) for name in sorted(reported)}
 
 
 def _number(value: Any) -> float:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping, Sequence
 from typing import TextIO
 
 from brokerlab.metrics import METRICS, Metric
@@ -25,7 +26,8 @@ GROUP_TITLES = {
 
 
 def format_result(result: Result) -> str:
-    """A readable table: non-zero metrics by group, and every invariant with its verdict."""
+    """A readable table: non-zero metrics by group, and every invariant with its verdict; for a
+    cluster, then the metrics that differ between its brokers, one column per broker."""
     lines = [
         f"profile  {result.profile or '(defaults)'}",
         f"workload {result.workload}   seed {result.seed}",
@@ -45,14 +47,32 @@ def format_result(result: Result) -> str:
         lines.append(title)
         for m in rows:
             value = result.metrics.get(m.name, 0)
-            shown = (
-                f"{value:,.4f}"
-                if isinstance(value, float) and not value.is_integer()
-                else f"{value:,.0f}"
-            )
             verdict = ("  ok" if not value else "  VIOLATED") if m.invariant else ""
-            lines.append(f"  {m.name:<34} {shown:>18} {m.unit}{verdict}")
+            lines.append(f"  {m.name:<34} {_shown(value):>18} {m.unit}{verdict}")
+    if result.per_broker:
+        lines += _per_broker_lines(result.per_broker)
     return "\n".join(lines) + "\n"
+
+
+def _shown(value: float) -> str:
+    whole = not isinstance(value, float) or value.is_integer()
+    return f"{value:,.0f}" if whole else f"{value:,.4f}"
+
+
+def _per_broker_lines(per_broker: Sequence[Mapping[str, float]]) -> list[str]:
+    """The metrics whose value is not the same on every broker, in registry order: where the
+    brokers' work went (an identical row, e.g. a zero everywhere, says nothing per broker)."""
+    rows = [
+        m
+        for m in METRICS.values()
+        if m.name in per_broker[0] and len({b.get(m.name) for b in per_broker}) > 1
+    ]
+    header = "".join(f"{f'broker {i}':>15}" for i in range(len(per_broker)))
+    lines = ["", "Per broker (the metrics that differ between brokers)", f"  {'':<34}{header}"]
+    for m in rows:
+        values = "".join(f"{_shown(b.get(m.name, 0)):>15}" for b in per_broker)
+        lines.append(f"  {m.name:<34}{values} {m.unit}")
+    return lines
 
 
 def metrics_markdown() -> str:

@@ -404,3 +404,65 @@ def test_kafka_and_pulsar_cells_share_a_matrix(inputs: dict[str, Path], tmp_path
     assert {name: kafka[name] for name in expected} == expected
     page = (out / "report.html").read_text()
     assert "index_cache_stale_bytes_peak" in page and "storage_entries_read" in page
+
+
+CLUSTER_WORKLOAD = (
+    WORKLOAD.format(name="w-cluster", duration=3, rate=200).replace(
+        'name = "t"', 'name = "t"\ncount = 6'
+    )
+    + '[cluster]\nbrokers = 3\n[[events]]\nat_s = 1\nkind = "restart"\nbroker = 0\noutage_s = 0.5\n'
+)
+
+# Reads the results with Spark SQL: broker 1's delivered and each broker's row by posexplode.
+SPARK_QUERY = """
+import sys
+from pyspark.sql import SparkSession
+spark = SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false").getOrCreate()
+frame = spark.read.parquet(sys.argv[1])
+row = frame.where("workload = 'w-cluster'").selectExpr("per_broker[1]['delivered'] AS d").first()
+print(row["d"])
+print(frame.selectExpr("posexplode(per_broker)").count())
+"""
+
+
+@pytest.mark.spark
+@pytest.mark.slow
+@pytest.mark.parametrize("engine", ["rdd", "pandas"])
+def test_a_cluster_cell_keeps_each_brokers_metrics(
+    inputs: dict[str, Path], tmp_path: Path, engine: str
+) -> None:
+    """The per_broker column holds what ``brokerlab run --json`` reports per broker; a workload
+    of one broker writes files without it, as before it existed; Spark SQL queries it."""
+    import pyarrow.parquet as pq
+
+    from brokerlab.spark.schema import RESULT_SCHEMA
+
+    workload = tmp_path / "w_cluster.toml"
+    workload.write_text(CLUSTER_WORKLOAD)
+    out = tmp_path / "out"
+    args = ["matrix", "--profile", str(BASELINE), "--workload", str(workload),
+            "--workload", str(inputs["small"]), "--seeds", "1", "--out", str(out),
+            "--engine", engine, "--conf", "spark.ui.enabled=false"]  # fmt: skip
+    result = _brokerlab(args, inputs, plugin=False)
+    assert result.returncode == 0, result.stderr
+    rows = {str(r["workload"]): r for r in _load(out)}
+    run = _brokerlab(["run", "--profile", str(BASELINE), "--workload", str(workload), "--json"],
+                     inputs, plugin=False)  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    expected = json.loads(run.stdout)
+    assert len(expected["per_broker"]) == 3
+    assert rows["w-cluster"]["per_broker"] == expected["per_broker"]
+    assert {k: rows["w-cluster"][k] for k in expected["metrics"]} == expected["metrics"]
+    assert rows["w-small"]["per_broker"] is None
+    old_columns = [n for n in RESULT_SCHEMA.names if n not in ("workload", "per_broker")]
+    for file in (out / "results" / "workload=w-small").glob("*.parquet"):
+        assert pq.read_schema(file).names == old_columns
+    if engine == "rdd":  # one Spark SQL read is enough
+        query = subprocess.run(
+            [sys.executable, "-c", SPARK_QUERY, str(out / "results")], capture_output=True,
+            text=True, env=_env(inputs), timeout=300, check=False,
+        )  # fmt: skip
+        assert query.returncode == 0, query.stderr
+        delivered, exploded = query.stdout.split()
+        assert float(delivered) == expected["per_broker"][1]["delivered"]
+        assert int(exploded) == 3  # one row per broker of the cluster cell, none for w-small

@@ -42,3 +42,32 @@ def test_rows_of_an_older_schema_load_with_the_missing_metrics_null(tmp_path: Pa
     assert frame.loc["old", "delivered"] == 5.0 and frame.loc["new", "delivered"] == 7.0
     assert frame.loc["new", newest] == 3.0
     assert frame.loc["old", newest] is None or frame.loc["old", newest] != frame.loc["old", newest]
+
+
+def test_per_broker_metrics_round_trip_and_one_broker_files_keep_the_old_schema(
+    tmp_path: Path,
+) -> None:
+    """A wave of one-broker rows is written without the per_broker column (the file a version
+    without it wrote); a cluster's rows keep theirs; both load, resume and summarize together."""
+    import pyarrow.parquet as pq
+
+    from brokerlab.spark.results import summarize
+
+    store = ResultStore(tmp_path)
+    store.write(pa.Table.from_pylist([row("one", "w1", delivered=5.0)], schema=RESULT_SCHEMA))
+    (one_file,) = (tmp_path / "results" / "workload=w1").glob("*.parquet")
+    old_columns = [n for n in RESULT_SCHEMA.names if n not in ("workload", "per_broker")]
+    assert pq.read_schema(one_file).names == old_columns
+
+    brokers = [{"delivered": 3.0, "topic_moves": 0.0}, {"delivered": 4.0, "topic_moves": 2.0}]
+    cluster = row("three", "w3", delivered=7.0)
+    cluster["per_broker"] = brokers
+    store.write(pa.Table.from_pylist([cluster], schema=RESULT_SCHEMA))
+    (three_file,) = (tmp_path / "results" / "workload=w3").glob("*.parquet")
+    assert pq.read_schema(three_file).names == [*old_columns, "per_broker"]
+
+    frame = store.load().set_index("cell_id")
+    assert frame.loc["three", "per_broker"] == brokers
+    assert frame.loc["one", "per_broker"] is None
+    assert store.finished() == {"one", "three"}
+    assert set(summarize(frame.reset_index())["workload"]) == {"w1", "w3"}

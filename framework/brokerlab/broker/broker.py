@@ -48,7 +48,7 @@ from brokerlab.workloads.model import (
     WorkloadSpec,
 )
 
-__all__ = ["Broker", "BrokerPlugins", "BrokerTuning", "Counters", "Topic"]
+__all__ = ["Broker", "BrokerPlugins", "BrokerTuning", "Counters", "Topic", "percentiles"]
 
 NS: Final = 1_000_000_000
 MS: Final = 1_000_000
@@ -199,8 +199,9 @@ class Topic:
         self.cursors = cursors
         self.dispatchers: tuple[Dispatcher, ...] = ()
         self.dedup: Deduplication | None = None
-        # While the topic is unavailable (its broker is down): what producers send meanwhile, as
-        # (size, sent_ns, key, batch, deliver_at_ms), persisted in order when it is back.
+        # While the topic is unavailable (its broker is down, or its bundle is being unloaded):
+        # what producers send meanwhile, as (size, sent_ns, key, batch, deliver_at_ms), persisted
+        # in order when it is back. Not None exactly while the topic is unavailable.
         self.held: list[tuple[int, int, int, int, int]] | None = None
         # Set by flow-controlled producers: called when the topic is available again.
         self.resume_producers: Callable[[], None] | None = None
@@ -285,7 +286,11 @@ class Broker:
                 FlowPublisher(self, topics, arrivals, writes, self.publish_stats).start()
 
     def _schedule_events(self, workload: WorkloadSpec) -> None:
+        """The workload's events on this broker alone; the unload of one topic's bundle is the
+        placement's (``Cluster``), which the simulator schedules with one broker too."""
         for event in workload.events:
+            if event.topic is not None:
+                continue
             at = round(event.at_s * NS)
             if event.kind in ("restart", "unload") and event.outage_s > 0:
                 graceful = event.kind == "unload"
@@ -429,8 +434,9 @@ class Broker:
     # ---- consumers ----------------------------------------------------------------------------
 
     def _connect(self, dispatcher: Dispatcher, consumer: Consumer) -> None:
-        if self.down_since >= 0:
-            # The topic is unavailable: the consumer connects once it is back.
+        if dispatcher.topic.held is not None:
+            # The topic is unavailable (its broker is down, or its bundle is being unloaded):
+            # the consumer connects once it is back.
             if consumer not in dispatcher.reconnect_after_outage:
                 dispatcher.reconnect_after_outage.append(consumer)
             return
@@ -444,7 +450,7 @@ class Broker:
         dispatcher.read_more()
 
     def _disconnect(self, dispatcher: Dispatcher, consumer: Consumer) -> None:
-        if self.down_since >= 0:
+        if dispatcher.topic.held is not None:
             if consumer in dispatcher.reconnect_after_outage:
                 dispatcher.reconnect_after_outage.remove(consumer)
             return
@@ -486,8 +492,8 @@ class Broker:
             return
         threshold = self.tuning.backlogged_threshold
         for dispatcher in self.dispatchers:
-            if not dispatcher.connected:
-                continue
+            if not dispatcher.connected or dispatcher.topic.held is not None:
+                continue  # no consumer, or closed while its bundle is unloaded
             if self.tuning.expected_read_count_mode:
                 self.set_active(dispatcher, True)
             else:
@@ -510,11 +516,13 @@ class Broker:
         if self.down_since >= 0:
             return  # nothing runs on a broker that is down
         for dispatcher in self.dispatchers:
+            if dispatcher.topic.held is not None:
+                continue  # closed while its bundle is unloaded: its close persisted the state
             if self.account(dispatcher.persister.flush(dispatcher.cursor)):
                 # A write can end a pause (PIP-299 re-reads its cached size only when it persists).
                 dispatcher.check_pause()
         for topic in self.topics:
-            if topic.dedup is not None:
+            if topic.dedup is not None and topic.held is None:
                 self.account(topic.dedup.flush())
 
     def _sample(self) -> None:
@@ -583,7 +591,7 @@ class Broker:
         metrics["unavailable_ms"] = c.unavailable_ns / MS
         metrics["unacked_at_end"] = sum(unacked_messages(d.cursor) for d in self.dispatchers)
         metrics["dedup_producers_lost"] = sum(t.dedup.lost for t in self.topics if t.dedup)
-        metrics["latency_p50_ms"], metrics["latency_p99_ms"] = _percentiles(
+        metrics["latency_p50_ms"], metrics["latency_p99_ms"] = percentiles(
             self.latency_ms, (0.5, 0.99)
         )
         metrics["ack_bytes_per_ack"] = c.ack_persisted_bytes / c.acked if c.acked else 0.0
@@ -623,7 +631,9 @@ def _new_tracker(
     return factory.new_tracker(topic, subscription, wake)
 
 
-def _percentiles(hist: dict[int, int], qs: tuple[float, ...]) -> tuple[float, ...]:
+def percentiles(hist: dict[int, int], qs: tuple[float, ...]) -> tuple[float, ...]:
+    """The smallest key of ``hist`` (value -> count) with at least a share ``q`` of the counts at
+    or below it, for each ``q`` of ``qs``; exact on a sum of histograms, as a cluster's is."""
     total = sum(hist.values())
     if not total:
         return tuple(0.0 for _ in qs)

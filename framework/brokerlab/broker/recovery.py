@@ -22,7 +22,15 @@ if TYPE_CHECKING:
     from brokerlab.broker.broker import Broker, Topic
     from brokerlab.broker.dispatcher import Dispatcher
 
-__all__ = ["come_up", "go_down", "hand_over", "reload", "unacked_messages"]
+__all__ = [
+    "come_up",
+    "go_down",
+    "hand_over",
+    "load_topics",
+    "reload",
+    "unacked_messages",
+    "unload_topics",
+]
 
 
 def reload(broker: Broker, graceful: bool) -> None:
@@ -60,6 +68,32 @@ def hand_over(broker: Broker, owners: list[tuple[Topic, Broker]]) -> None:
         _move(topic, broker, owner)
     for owner in dict.fromkeys(owner for _, owner in owners):
         _reopen(owner, [topic for topic, o in owners if o is owner])
+
+
+def unload_topics(broker: Broker, topics: list[Topic], back_ns: int) -> None:
+    """An unload of ``topics`` (one namespace bundle) from ``broker``, which stays up: each
+    closes gracefully, as in :func:`go_down` (consumers disconnected, cursors persisting their
+    final state), and stays unavailable, producers holding what they send, until
+    :func:`load_topics` at ``back_ns`` (the unavailable time is counted now, up to the end of
+    the run)."""
+    for topic in topics:
+        _close_topic(broker, topic, True)
+    for topic in topics:
+        for dispatcher in topic.dispatchers:
+            dispatcher.reconnect_after_outage = _close_dispatcher(broker, dispatcher, True)
+        topic.held = []
+    until = min(back_ns, broker.end_ns)
+    broker.counters.unavailable_ns += (until - broker.loop.now_ns()) * len(topics)
+
+
+def load_topics(old: Broker, topics: list[Topic], new: Broker) -> None:
+    """The end of :func:`unload_topics`: ``topics`` move to ``new`` and open there with its cold
+    cache (:func:`_reopen`); with ``new`` the broker they were unloaded from, they open again
+    where they were, moving nowhere."""
+    if new is not old:
+        for topic in topics:
+            _move(topic, old, new)
+    _reopen(new, topics)
 
 
 def _outage_over(broker: Broker) -> None:
@@ -109,13 +143,19 @@ def _reopen(broker: Broker, topics: list[Topic]) -> None:
 
 
 def _close_topics(broker: Broker, graceful: bool) -> None:
-    reads = broker.reads
     for topic in broker.topics:
-        broker.cache.close_ledger(topic.name)
-        if reads is not None:
-            reads.pending.forget(list(topic.ledger.ledgers))
-        if topic.dedup is not None:
-            broker.account(topic.dedup.reload(graceful))
+        _close_topic(broker, topic, graceful)
+
+
+def _close_topic(broker: Broker, topic: Topic, graceful: bool) -> None:
+    """Drop what ``broker`` holds in memory for ``topic``: its cache entries and the storage
+    reads waiting for its ledgers; deduplication (on) reloads from its snapshot."""
+    broker.cache.close_ledger(topic.name)
+    reads = broker.reads
+    if reads is not None:
+        reads.pending.forget(list(topic.ledger.ledgers))
+    if topic.dedup is not None:
+        broker.account(topic.dedup.reload(graceful))
 
 
 def _close_dispatcher(broker: Broker, dispatcher: Dispatcher, graceful: bool) -> list[Consumer]:

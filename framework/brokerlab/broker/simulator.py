@@ -11,8 +11,8 @@ from collections.abc import Callable, Iterator, Mapping
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from brokerlab.broker.broker import Broker, BrokerPlugins, BrokerTuning
-from brokerlab.broker.cluster import Cluster, combined_metrics
+from brokerlab.broker.broker import Broker, BrokerPlugins, BrokerTuning, percentiles
+from brokerlab.broker.cluster import Cluster, combined_metrics, merged_histogram
 from brokerlab.broker.durations import write_latencies
 from brokerlab.broker.events import EventLoop
 from brokerlab.broker.streams import stream
@@ -37,6 +37,11 @@ if TYPE_CHECKING:
 __all__ = ["PULSAR", "run_pulsar", "wire_broker"]
 
 PULSAR = "pulsar"
+# What a cluster reports only as a whole: its size, and the producers' metrics (the clients',
+# which the model keeps with the first broker whichever broker persists their messages).
+NOT_PER_BROKER = frozenset(
+    {"brokers", *(name for name, m in METRICS.items() if m.group == "publishing")}
+)
 
 
 def run_pulsar(request: SimulationRequest) -> SimulationOutput:
@@ -50,16 +55,15 @@ def run_pulsar(request: SimulationRequest) -> SimulationOutput:
         )
         for i in range(workload.cluster.brokers)
     ]
-    cluster = None
-    if len(brokers) > 1:
-        bundles = request.profile.settings.default_number_of_namespace_bundles
-        cluster = Cluster(brokers, bundles)
+    # One broker is a cluster too, for the unload of a topic's bundle; it is built as before.
+    cluster = Cluster(brokers, request.profile.settings.default_number_of_namespace_bundles)
     # The collector walks neither the process's startup objects nor the model, which both live
     # through the run; it collects only what the run creates.
     with new_objects_only() as keep:
         with collector_paused():
-            if cluster is None:
+            if len(brokers) == 1:
                 brokers[0].build(workload)
+                cluster.schedule_topic_unloads(workload)
             else:
                 cluster.build(workload)
             keep()  # before the collector is back, or its first pass walks the whole model
@@ -67,14 +71,18 @@ def run_pulsar(request: SimulationRequest) -> SimulationOutput:
         progress = request.progress
         report = None if progress is None else (lambda now: progress(now / end if end else 1.0))
         loop.run_until(end, report)
-    if cluster is None:
+    per_broker: tuple[dict[str, float], ...] = ()
+    if len(brokers) == 1:
         metrics = _collect(brokers[0], request.choices)
     else:
-        metrics = _collect_cluster(brokers, request.choices)
+        metrics, per_broker = _collect_cluster(brokers, request.choices)
     for broker in brokers:
         broker.plugins.tracker_factory.close()
     return SimulationOutput(
-        metrics=metrics, plugins=request.choices.names(), events=loop.events_run
+        metrics=metrics,
+        plugins=request.choices.names(),
+        events=loop.events_run,
+        per_broker=per_broker,
     )
 
 
@@ -144,11 +152,19 @@ def _collect(broker: Broker, choices: PluginChoices) -> dict[str, float]:
     return metrics
 
 
-def _collect_cluster(brokers: list[Broker], choices: PluginChoices) -> dict[str, float]:
-    """The cluster's metrics: each broker's, combined (``cluster.combined_metrics``), with the
-    ratios recomputed from the sums and the cluster's own counts."""
+def _collect_cluster(
+    brokers: list[Broker], choices: PluginChoices
+) -> tuple[dict[str, float], tuple[dict[str, float], ...]]:
+    """The cluster's metrics and each broker's own. The cluster's are the brokers' combined
+    (``cluster.combined_metrics``), with the ratios recomputed from the sums, the latency
+    percentiles from the brokers' histograms added up, and the cluster's own counts; each
+    broker's are what :func:`_collect` reports for it, without :data:`NOT_PER_BROKER`."""
     kinds = {name: m.kind for name, m in METRICS.items()}
-    metrics = combined_metrics([_collect(b, choices) for b in brokers], kinds)
+    each = [_collect(b, choices) for b in brokers]
+    metrics = combined_metrics(each, kinds)
+    metrics["latency_p50_ms"], metrics["latency_p99_ms"] = percentiles(
+        merged_histogram(brokers), (0.5, 0.99)
+    )
     hits, misses = metrics["cache_hits"], metrics["cache_misses"]
     metrics["cache_hit_ratio"] = hits / (hits + misses) if hits + misses else 0.0
     written, changed = metrics["ack_persisted_bytes"], metrics["ack_changed_bytes"]
@@ -156,7 +172,8 @@ def _collect_cluster(brokers: list[Broker], choices: PluginChoices) -> dict[str,
     acked = metrics["acked"]
     metrics["ack_bytes_per_ack"] = metrics["ack_persisted_bytes"] / acked if acked else 0.0
     metrics["brokers"] = len(brokers)
-    return metrics
+    own = tuple({k: v for k, v in m.items() if k not in NOT_PER_BROKER} for m in each)
+    return metrics, own
 
 
 def _registered(stats: Mapping[str, float], reporter: Registered[Any]) -> dict[str, float]:

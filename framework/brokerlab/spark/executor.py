@@ -22,7 +22,12 @@ from brokerlab import __version__
 from brokerlab.host import PluginChoices, PluginHost, Registered
 from brokerlab.profiles import Profile
 from brokerlab.simulation import run_simulation
-from brokerlab.spark.schema import METRIC_COLUMNS, STATUS_FAILED, STATUS_OK
+from brokerlab.spark.schema import (
+    METRIC_COLUMNS,
+    PER_BROKER_COLUMN,
+    STATUS_FAILED,
+    STATUS_OK,
+)
 
 __all__ = ["HostConfig", "run_cells"]
 
@@ -58,7 +63,7 @@ def run_cells(cells: Iterable[Mapping[str, Any]], config: HostConfig) -> Iterato
                 "plugins",
             )
         }
-        row.update(dict.fromkeys(METRIC_COLUMNS))
+        row.update(dict.fromkeys((*METRIC_COLUMNS, PER_BROKER_COLUMN)))
         row.update(brokerlab_version=__version__, executor=f"{socket.gethostname()}:{os.getpid()}")
         try:
             host = host or config.build()  # once per partition; here so a failure is a row too
@@ -69,6 +74,11 @@ def run_cells(cells: Iterable[Mapping[str, Any]], config: HostConfig) -> Iterato
             spec = simulator.workload_model.model_validate_json(cell["workload_json"])
             result = run_simulation(profile, choices, spec, int(cell["seed"]), simulator=simulator)
             row.update({name: float(value) for name, value in result.metrics.items()})
+            if result.per_broker:
+                row[PER_BROKER_COLUMN] = [
+                    {name: float(value) for name, value in metrics.items()}
+                    for metrics in result.per_broker
+                ]
             row.update(status=STATUS_OK, error=None, plugin_versions=_versions(choices))
         except Exception:
             row.update(status=STATUS_FAILED, error=traceback.format_exc(), plugin_versions=None)

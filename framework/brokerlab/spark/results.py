@@ -8,7 +8,8 @@ Layout of ``--out DIR``::
 
 Every file is written under ``DIR/.tmp`` and renamed into place, so a crash never leaves a
 half-written file where a reader looks. A cell id may appear more than once (a failed cell that a
-later run retried): readers keep the row that finished last.
+later run retried): readers keep the row that finished last. A file whose rows are all one-broker
+runs has no ``per_broker`` column, as files had before there was one; readers see it as null.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from __future__ import annotations
 import math
 import os
 import uuid
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from urllib.parse import quote
 
@@ -26,7 +28,7 @@ import pyarrow.parquet as pq
 
 from brokerlab.files import atomic_path
 from brokerlab.metrics import METRICS
-from brokerlab.spark.schema import METRIC_COLUMNS, RESULT_SCHEMA, STATUS_OK
+from brokerlab.spark.schema import METRIC_COLUMNS, PER_BROKER_COLUMN, RESULT_SCHEMA, STATUS_OK
 
 __all__ = [
     "GROUP_COLUMNS",
@@ -102,7 +104,7 @@ class ResultStore:
         workloads = table.column("workload").to_pylist()
         for name in sorted(set(workloads)):
             mask = pa.array([w == name for w in workloads])
-            part = table.filter(mask).drop_columns(["workload"])
+            part = _without_empty_per_broker(table.filter(mask).drop_columns(["workload"]))
             folder = self.results / f"workload={quote(name, safe='')}"
             folder.mkdir(parents=True, exist_ok=True)
             temporary = staging / f"{uuid.uuid4().hex}.parquet"
@@ -125,10 +127,11 @@ class ResultStore:
             partitioning="hive",
             partition_base_dir=str(self.results),
         )
-        frame = dataset.to_table().to_pandas()
+        frame = dataset.to_table().to_pandas(maps_as_pydicts="strict")
         for name in RESULT_SCHEMA.names:
             if name not in frame:
                 frame[name] = None
+        frame[PER_BROKER_COLUMN] = frame[PER_BROKER_COLUMN].map(_as_list, na_action="ignore")
         frame["workload"] = frame["workload"].astype(str)
         frame = frame.sort_values(["cell_id", "finished_at"]).drop_duplicates(
             "cell_id", keep="last"
@@ -139,6 +142,20 @@ class ResultStore:
         """Ids of the cells that finished ``ok`` (failed cells run again on resume)."""
         frame = self.load()
         return set(frame.loc[frame["status"] == STATUS_OK, "cell_id"])
+
+
+def _without_empty_per_broker(part: pa.Table) -> pa.Table:
+    """``part`` without the per-broker column when no row has one (no cluster ran): the file
+    is then what a one-broker matrix wrote before the column existed."""
+    column = part.column(PER_BROKER_COLUMN)
+    if column.null_count == len(column):
+        return part.drop_columns([PER_BROKER_COLUMN])
+    return part
+
+
+def _as_list(value: Iterable[Mapping[str, float]]) -> list[dict[str, float]]:
+    """A per-broker cell as plain Python: a list of dicts (pyarrow gives an array of them)."""
+    return [dict(metrics) for metrics in value]
 
 
 def summarize(frame: pd.DataFrame) -> pd.DataFrame:

@@ -460,7 +460,8 @@ class TopicSpec(_Strict):
 
 class EventSpec(_Strict):
     """What happens at ``at_s``: a broker restart (a crash), an unload of every topic (graceful),
-    or a consumer group leaves or returns.
+    an unload of one topic's namespace bundle (``topic``, to ``to_broker`` or the least loaded
+    other broker), or a consumer group leaves or returns.
 
     A restart or an unload with ``outage_s`` leaves the topics unavailable that long (the broker
     starting again, or the topics being looked up and loaded): producers hold what they send and
@@ -472,9 +473,26 @@ class EventSpec(_Strict):
     group: str | None = None
     outage_s: Seconds = 0.0
     broker: Annotated[int, Field(ge=0)] = 0
+    topic: Annotated[str, Field(min_length=1)] | None = None
+    to_broker: Annotated[int, Field(ge=0)] | None = None
 
     @model_validator(mode="after")
     def _group_for_consumer_events(self) -> EventSpec:
+        if self.kind != "unload" and (self.topic is not None or self.to_broker is not None):
+            key = "topic" if self.topic is not None else "to_broker"
+            raise ValueError(
+                f"a {self.kind} event takes no {key}: only an unload moves a topic's bundle"
+            )
+        if self.kind == "unload" and self.topic is None and self.to_broker is not None:
+            raise ValueError(
+                "to_broker needs topic: an unload without topic unloads every topic of broker, "
+                "which go to the least loaded brokers when its outage ends"
+            )
+        if self.topic is not None and "broker" in self.model_fields_set:
+            raise ValueError(
+                "an unload of a topic unloads its bundle from the broker that owns it at at_s: "
+                "no broker (to_broker names where it goes)"
+            )
         if self.kind in ("restart", "unload"):
             if self.group is not None:
                 raise ValueError(f"a {self.kind} event applies to the whole broker: no group")
@@ -488,6 +506,20 @@ class EventSpec(_Strict):
                 "no broker"
             )
         return self
+
+    @model_serializer(mode="wrap")
+    def _only_its_keys(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # A dump validates again (a scaled workload, a matrix cell's workload on the executor):
+        # an unload of a topic without broker, which it refuses. Without topic, the dump is what
+        # it was before topic existed, so workload hashes and matrix cell ids stay as they were.
+        data: dict[str, Any] = handler(self)
+        if self.topic is not None:
+            del data["broker"]
+        else:
+            del data["topic"]
+        if self.to_broker is None:
+            del data["to_broker"]
+        return data
 
 
 def _run_times(info: ValidationInfo) -> tuple[float, float] | None:
@@ -558,21 +590,48 @@ class WorkloadSpec(WorkloadDocument):
         that keeps every hand-over between live brokers)."""
         brokers = self.cluster.brokers
         for event in self.events:
-            if event.broker >= brokers:
-                raise ValueError(
-                    f"the {event.kind} event at {event.at_s:g} s names broker {event.broker}, but "
-                    f"the cluster has {brokers} broker{'s' if brokers > 1 else ''} "
-                    f"(0 to {brokers - 1})"
-                )
+            for key, index in (("broker", event.broker), ("to_broker", event.to_broker)):
+                if index is not None and index >= brokers:
+                    raise ValueError(
+                        f"the {event.kind} event at {event.at_s:g} s names {key} {index}, but "
+                        f"the cluster has {brokers} broker{'s' if brokers > 1 else ''} "
+                        f"(0 to {brokers - 1})"
+                    )
         outages = sorted(
-            (e.at_s, e.outage_s) for e in self.events if e.kind in ("restart", "unload")
+            (e.at_s, e.outage_s, e.topic is not None)
+            for e in self.events
+            if e.kind in ("restart", "unload")
         )
-        for (at, outage), (next_at, _) in pairwise(outages):
+        for (at, outage, one), (next_at, _, next_one) in pairwise(outages):
             if next_at < at + outage:
                 raise ValueError(
                     f"the event at {next_at:g} s falls in the outage of the one at {at:g} s "
                     f"(outage_s {outage:g}, until {at + outage:g} s): the topics are unavailable "
                     "then; move it after the outage"
+                )
+            # The bundle a topic's unload names may be on a broker that is down, or being
+            # handed over, at that very instant: a topic's unload comes strictly after.
+            if (one or next_one) and next_at == at + outage:
+                raise ValueError(
+                    f"the events at {at:g} s (outage_s {outage:g}) and at {next_at:g} s meet at "
+                    f"{next_at:g} s: an unload of a topic must come after every other restart or "
+                    "unload has ended, and end before the next one starts"
+                )
+        return self
+
+    @model_validator(mode="after")
+    def _unloaded_topics_exist(self) -> WorkloadSpec:
+        names = {name for t in self.topics for name in t.topic_names()}
+        for event in self.events:
+            if event.topic is not None and event.topic not in names:
+                some = sorted(names)
+                known = ", ".join(some[:5]) + (
+                    f", ... ({len(some)} topics)" if len(some) > 5 else ""
+                )
+                raise ValueError(
+                    f"the unload event at {event.at_s:g} s names topic {event.topic!r}, which is "
+                    f"no topic of the workload (a [[topics]] name, name-<i> with count, "
+                    f"<name>-partition-<k> with partitions); its topics: {known}"
                 )
         return self
 
