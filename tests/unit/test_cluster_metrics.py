@@ -100,6 +100,22 @@ def test_counters_add_up_to_the_cluster_and_gauges_peak_at_it() -> None:
     assert sum(b["delivered"] for b in per_broker) == cluster["delivered"] > 0
 
 
+def test_a_moved_cursors_persister_counts_on_each_broker_that_owned_it() -> None:
+    """Broker 0 crashes at 1 s and its topics end the run on brokers 1 and 2. What their
+    persisters counted until then (bytes of changed state, metadata-store writes) stays broker
+    0's, beside the writes it made (``ack_persists``); the rest counts where they moved. Each
+    broker that wrote reports changed bytes, and the brokers' shares add up to the cluster's."""
+    result = run(workload(CRASH_BROKER_0), [*SETTINGS, "sim.ackStatePersister=unlimited"])
+    cluster, per_broker = result.metrics, result.per_broker
+    assert per_broker[0]["topic_moves"] == 0 and per_broker[0]["ack_persists"] > 0
+    for b in per_broker:
+        assert (b["ack_changed_bytes"] > 0) == (b["ack_persists"] > 0)
+        assert b["ack_metadata_store_writes"] >= 0
+    for name in ("ack_changed_bytes", "ack_metadata_store_writes"):
+        assert sum(b[name] for b in per_broker) == cluster[name]
+    assert 0 < per_broker[0]["ack_changed_bytes"] < cluster["ack_changed_bytes"]
+
+
 def test_ratios_are_each_brokers_own() -> None:
     # A cache too small for everything: hits and misses on every broker, in other proportions.
     result = run(workload(CRASH_BROKER_0), [*SETTINGS, "managedLedgerCacheSizeMB=1"])

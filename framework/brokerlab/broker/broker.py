@@ -246,6 +246,10 @@ class Broker:
         self._policies: dict[ConsumerPolicy, ConsumerPolicy] = {}
         # When the broker went down for an outage (``recovery.go_down``); -1 while it is up.
         self.down_since = -1
+        # A persister's stats count from its cursor's creation, and a cursor moves with its topic:
+        # what its persisters had counted when a topic left this broker (added) or arrived here
+        # (subtracted), so that each broker reports what its cursors did while it owned them.
+        self.moved_persister_stats: dict[str, float] = {}
 
     # ---- building -----------------------------------------------------------------------------
 
@@ -375,6 +379,18 @@ class Broker:
         for topic in self.topics:
             if topic.dedup is not None:
                 yield topic.dedup.persister
+
+    def hand_over_persister_stats(self, topic: Topic, new: Broker) -> None:
+        """``topic`` moves from this broker to ``new``: what its persisters counted so far is
+        this broker's (see ``moved_persister_stats``)."""
+        persisters = [d.persister for d in topic.dispatchers]
+        if topic.dedup is not None:
+            persisters.append(topic.dedup.persister)
+        left, arrived = self.moved_persister_stats, new.moved_persister_stats
+        for persister in persisters:
+            for name, value in persister.stats().items():
+                left[name] = left.get(name, 0) + value
+                arrived[name] = arrived.get(name, 0) - value
 
     def tracker_maker(
         self, topic: str, subscription: str

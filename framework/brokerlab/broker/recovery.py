@@ -104,6 +104,7 @@ def _outage_over(broker: Broker) -> None:
 
 
 def _move(topic: Topic, old: Broker, new: Broker) -> None:
+    old.hand_over_persister_stats(topic, new)
     old.topics.remove(topic)
     for dispatcher in topic.dispatchers:
         old.dispatchers.remove(dispatcher)

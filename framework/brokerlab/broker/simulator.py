@@ -143,6 +143,9 @@ def _collect(broker: Broker, choices: PluginChoices) -> dict[str, float]:
     for persister in broker.persisters():
         for name, value in _registered(persister.stats(), choices.ack_state_persister).items():
             reported[name] = reported.get(name, 0) + value
+    # In a cluster, what the persisters of topics that moved counted on the other brokers.
+    for name, value in broker.moved_persister_stats.items():
+        reported[name] = reported.get(name, 0) + value
     metrics.update(reported)
     hits, misses = metrics["cache_hits"], metrics["cache_misses"]
     metrics["cache_hit_ratio"] = hits / (hits + misses) if hits + misses else 0.0
