@@ -21,6 +21,7 @@ from test_ack_state_support import (
 
 from brokerlab import load_profile, simulate
 from brokerlab.broker.cursor import Cursor
+from brokerlab.errors import ProfileError
 from brokerlab.protocols import BatchAck
 from brokerlab.workloads import parse_workload
 from brokerlab_plugins.ack_state.pause import PauseSwitch
@@ -316,6 +317,30 @@ def test_scenario_19_close_to_ledger() -> None:
     out = p.close(state)
     assert out is not None and not out.to_metadata_store and not p.storage.node_holds_state
     assert len(p.recover().acked_ranges) == 1500 and p.recovery_path == "ledger"
+
+
+@pytest.mark.parametrize(("threshold", "to_store"), [(-1, False), (0, True)])
+def test_a_metadata_store_threshold_of_minus_one_sends_every_close_to_the_ledger(
+    threshold: int, to_store: bool
+) -> None:
+    """``managedLedgerMaxUnackedRangesToPersistInMetadataStore=-1`` is valid: Pulsar's
+    ``ManagedCursorImpl`` closes to the ledger when the range count is above it, so even a state
+    with no range goes to the ledger (apache/pulsar ``ManagedCursorTest`` sets
+    ``setMaxUnackedRangesToPersistInMetadataStore(-1)`` to force that path); at 0 an empty state
+    goes to the metadata store."""
+    state = FakeState((1, 4))
+    p = persister(managed_ledger_max_unacked_ranges_to_persist_in_metadata_store=threshold)
+    p.created(state)
+    out = p.close(state)
+    assert out is not None and out.to_metadata_store is to_store
+    assert p.storage.node_holds_state is to_store
+    assert p.recover().mark_delete == (1, 4)
+
+
+def test_the_metadata_store_threshold_refuses_values_below_minus_one() -> None:
+    load_profile(None, ["managedLedgerMaxUnackedRangesToPersistInMetadataStore=-1"])
+    with pytest.raises(ProfileError, match="managedLedgerMaxUnackedRangesToPersistInMetadataStore"):
+        load_profile(None, ["managedLedgerMaxUnackedRangesToPersistInMetadataStore=-2"])
 
 
 def test_scenario_20_close_with_max_zero() -> None:
