@@ -68,12 +68,8 @@ def encode_position_info(md, ranges, batches, props, long_array=None) -> bytes:
     for name, value in props.items():
         out += f_bytes(4, f_bytes(1, name.encode()) + f_int(2, value))
     for pos, ack in batches.items():
-        n = max(1, -(-ack.batch_size // 64))
-        payload = f_bytes(1, nested(*pos))
-        mask = ack.unacked
-        for _ in range(n):
-            payload += f_int(2, mask & ((1 << 64) - 1))
-            mask >>= 64
+        # BitSet.toLongArray(): the words up to the one holding the highest set bit.
+        payload = f_bytes(1, nested(*pos)) + b"".join(f_int(2, w) for w in words(ack.unacked))
         out += f_bytes(5, payload)
     for lid, bits in (long_array or {}).items():
         payload = f_int(1, lid) + b"".join(f_int(2, w) for w in words(bits))
@@ -122,6 +118,11 @@ def test_long_list_map_examples() -> None:
 
 def test_batch_and_property_examples() -> None:
     assert batch_info_bytes((1, 5), BatchAck(10, 1015)) == 11  # scenario 12
+    # A 128-message batch with only indexes 1 and 3 set: one word, since toLongArray() drops the
+    # trailing zero word (8 bytes inside, 10 with the field's tag and length; 12 counting both).
+    assert batch_info_bytes((1, 5), BatchAck(128, 0b1010)) == 10
+    # Only index 64 set: word 0 (zero) is still written before word 1, 2 bytes each: 12.
+    assert batch_info_bytes((1, 5), BatchAck(128, 1 << 64)) == 12
     assert long_property_bytes("p1", 100) + long_property_bytes("p2", 200) == 17  # scenario 15
     assert long_property_bytes("standalone-0-12", 1_000_000) == 23  # §7
 

@@ -118,11 +118,12 @@ def long_list_map_bytes(ledger_id: int, words: Mapping[int, int]) -> int:
 
 
 def batch_info_bytes(position: Position, ack: BatchAck) -> int:
-    """One BatchedEntryDeletionIndexInfo: the position plus the unacked-bits words."""
-    words = max(1, -(-ack.batch_size // 64))
+    """One BatchedEntryDeletionIndexInfo: the position plus the unacked-bits words, as
+    ``BitSet.toLongArray()`` gives them: up to the word holding the highest set bit, so trailing
+    all-zero words are not written (spec §2.3)."""
     mask = ack.unacked
     total = 0
-    for _ in range(words):
+    while mask:
         total += word_bytes(mask)
         mask >>= 64
     return length_delimited(length_delimited(_nested_position(*position)) + total)
