@@ -15,6 +15,7 @@ from brokerlab.broker.ledger import (
     LedgerIds,
     ManagedLedger,
 )
+from brokerlab.protocols import RecoveredAckState
 
 
 def ledger_with(entries: int, per_ledger: int) -> ManagedLedger:
@@ -191,3 +192,23 @@ def test_unread_entries_count_from_the_read_position() -> None:
     assert cursor.unread_entries() == 3  # (1,2), (1,3), (2,1)
     cursor.read_position = (ids[2], 2)
     assert cursor.unread_entries() == 0
+
+
+def test_restore_splits_a_range_that_spans_ledgers() -> None:
+    """A recovered range ``(L1:e1, L3:e3]`` covers the rest of L1, all of L2 and L3 up to e3: the
+    split Pulsar's ``ManagedCursorImpl.recoverIndividualDeletedMessages`` makes with the ledger
+    list (apache/pulsar ``ManagedCursorIndividualDeletedMessagesTest``
+    ``testRecoverIndividualDeletedMessages``; spec §6.1 step 4). Three ledgers of 6 entries."""
+    ml = ledger_with(18, 6)
+    first, second, third = list(ml.ledger_ids())
+    cursor = Cursor("c", ml, ml.first_position)
+    cursor.restore(RecoveredAckState((first, 1), acked_ranges=(((first, 3), (third, 2)),)))
+    assert cursor.md == (first, 1)
+    assert cursor.acked == {first: {4, 5}, second: set(range(6)), third: {0, 1, 2}}
+    # One run per ledger it touches, as Pulsar's per-ledger bitmaps count it.
+    assert cursor.range_count() == 3
+    assert cursor.acked_count() == 2 + 6 + 3
+    # Acknowledging entries 2 and 3 of the first ledger carries the mark-delete over the split.
+    cursor.ack(first, 2)
+    cursor.ack(first, 3)
+    assert cursor.md == (third, 2) and cursor.range_count() == 0

@@ -283,13 +283,26 @@ class Cursor:
             self.read_position = nxt
 
     def restore(self, state: RecoveredAckState) -> None:
-        """Replace the whole state with what a persister recovered (after a restart)."""
+        """Replace the whole state with what a persister recovered (after a restart).
+
+        A range that spans ledgers is split over the managed ledger's ledgers, as Pulsar's
+        recovery does (spec §6.1 step 4): the lower ledger from after its lower entry to its end,
+        each ledger between whole, the upper ledger up to its upper entry.
+        """
         self.md = state.mark_delete
         self.acked = {}
         self._ranges = 0
-        for (ledger_id, lower), (_, upper) in state.acked_ranges:
-            s = self.acked.setdefault(ledger_id, set())
-            s.update(range(lower + 1, upper + 1))
+        ledgers = self.ledger.ledgers
+        for (ledger_id, lower), (upper_ledger, upper) in state.acked_ranges:
+            if upper_ledger == ledger_id:
+                self.acked.setdefault(ledger_id, set()).update(range(lower + 1, upper + 1))
+                continue
+            for lid in self.ledger.ledger_ids():
+                if ledger_id <= lid <= upper_ledger:
+                    first = lower + 1 if lid == ledger_id else 0
+                    end = upper + 1 if lid == upper_ledger else len(ledgers[lid])
+                    if first < end:
+                        self.acked.setdefault(lid, set()).update(range(first, end))
         for s in self.acked.values():
             self._ranges += len(runs(s))
         self._batch = dict(state.batch_acks)
