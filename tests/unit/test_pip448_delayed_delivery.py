@@ -230,6 +230,24 @@ def test_scenario_27_cross_bucket_duplicate(draft: bool) -> None:
 
 
 @pytest.mark.parametrize("draft", [False, True])
+def test_a_subscription_created_after_a_tick_reset_takes_the_managers_tick_in_the_draft(
+    draft: bool,
+) -> None:
+    """In the draft of PR #24927 (commit 06ea0be7) a subscription created after another
+    subscription's ``resetTickTime`` takes the manager's current tick, the one that reset set;
+    PIP-448 as promised gives every subscription the configured tick."""
+    time = FakeTime(ms=1000)
+    f = factory(time, 256, True, draft=draft)
+    (s1,) = subs(f, "s1")
+    s1.reset_tick_time(32)
+    (s2,) = subs(f, "s2")
+    if draft:
+        assert draft_manager(f).subs["s2"].tick_ms == 32
+    else:
+        assert s2.view.tick_ms == 256
+
+
+@pytest.mark.parametrize("draft", [False, True])
 def test_scenario_28_clear(draft: bool) -> None:
     time = FakeTime(ms=0)
     f = factory(time, 1, True, draft=draft)

@@ -68,6 +68,9 @@ class DraftManager:
         ctx = self.subs.get(subscription)
         if ctx is None:  # a reused context keeps its old dispatcher and mark-delete (draft)
             ctx = self.subs[subscription] = _Context(subscription, wake, self.config)
+            # D4 again: a new context takes the manager's tick, which the last resetTickTime of
+            # any subscription set, not the configured one.
+            ctx.tick_ms = self.tick_ms
         return DraftTracker(self, ctx)
 
     def unregister(self, ctx: _Context) -> None:
