@@ -25,6 +25,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, ru
 from brokerlab_plugins.kafka_remote_index.cache import (
     CacheClosedError,
     Entry,
+    EntryMarkedForCleanupError,
     IndexType,
     RemoteIndexCache,
     RemoteResourceNotFound,
@@ -476,6 +477,34 @@ def test_s11_removal_renames_once_then_deletes(policy: str) -> None:
     assert len(directory.renames) == 3 and h.cache.stats()["evictions_explicit"] == 1
 
 
+def test_index_files_are_named_by_the_plain_start_offset() -> None:
+    """``RemoteIndexCache.generateFileNamePrefixForIndex`` (apache/kafka): ``startOffset + "_" +
+    uuid``, no zero padding; the start-up scan reads the offset back from that name."""
+    assert index_file_names(45, "fooid") == (
+        "45_fooid.index",
+        "45_fooid.timeindex",
+        "45_fooid.txnindex",
+    )
+    h = Harness()
+    h.get(3)
+    assert h.dir.names() == sorted(files_of(3)) == sorted(index_file_names(3000, "m3"))
+    again = Harness(directory=h.dir)
+    assert again.cache.entry_count == 1 and again.get(3).start_offset == 3000
+    assert again.storage.calls == []  # found on disk by its name: nothing fetched again
+
+
+def test_a_lookup_on_an_entry_marked_for_cleanup_raises() -> None:
+    """Kafka's ``RemoteIndexCache.Entry.lookupOffset`` throws once the entry is marked for
+    cleanup (its files renamed to ``.deleted``), before the delayed deletion runs."""
+    h = Harness()
+    entry = h.get(0)
+    assert entry.lookup_offset(0) == (0, 0)
+    h.cache.remove("m0")
+    assert entry.marked_for_cleanup and not entry.cleanup_started
+    with pytest.raises(EntryMarkedForCleanupError, match="marked for cleanup"):
+        entry.lookup_offset(0)
+
+
 def test_s12_remove_variants() -> None:
     h = Harness()
     entries = [h.get(i) for i in range(12)]
@@ -513,7 +542,7 @@ def test_s14_resize_sequence(policy: str) -> None:
     assert h.causes() == [RemovalCause.RESIZE, RemovalCause.SIZE]
     evicted = h.removed[1][0]
     h.loop.advance(20)
-    assert not any(n.startswith(f"{int(evicted[1:]) * 1000:020d}_") for n in h.dir.names())
+    assert not any(n.startswith(f"{int(evicted[1:]) * 1000}_") for n in h.dir.names())
     h.cache.resize(ENTRY_BYTES)
     assert h.cache.entry_count == 1 and h.causes()[2:] == [RemovalCause.RESIZE]
     h.cache.resize(ENTRY_BYTES)

@@ -47,6 +47,7 @@ __all__ = [
     "CacheClosedError",
     "Clock",
     "Entry",
+    "EntryMarkedForCleanupError",
     "IndexType",
     "RemoteIndexCache",
     "RemoteResourceNotFound",
@@ -78,6 +79,10 @@ class RemovalCause(enum.Enum):
 
 class CacheClosedError(RuntimeError):
     """Kafka's ``IllegalStateException`` from ``getIndexEntry`` on a closed cache."""
+
+
+class EntryMarkedForCleanupError(RuntimeError):
+    """Kafka's ``IllegalStateException`` from a lookup on an entry marked for cleanup."""
 
 
 class RemoteResourceNotFound(Exception):
@@ -139,11 +144,17 @@ class Entry:
     def lookup_offset(self, target: int) -> tuple[int, int]:
         """Kafka's ``OffsetIndex.lookup``: the last indexed ``(offset, file position)`` at or
         before ``target``; ``(start_offset, 0)`` before the first entry or in an empty index.
+        An entry marked for cleanup (evicted: its files renamed to ``.deleted``) refuses, as
+        Kafka's ``Entry.lookupOffset`` throws ``IllegalStateException``.
 
         The offset index is modelled, not stored: its ``size // 8`` entries sit every
         ``OFFSETS_PER_INDEX_ENTRY`` offsets from the segment's start, one per
         ``INDEX_INTERVAL_BYTES`` of log (Kafka's ``index.interval.bytes`` default).
         """
+        if self.marked_for_cleanup:
+            raise EntryMarkedForCleanupError(
+                f"the index entry of segment {self.uuid} is marked for cleanup"
+            )
         count = self.sizes[0] // OFFSET_INDEX_ENTRY_BYTES
         if count == 0 or target < self.start_offset:
             return self.start_offset, 0

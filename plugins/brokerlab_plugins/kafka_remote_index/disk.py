@@ -29,9 +29,10 @@ DELETED_SUFFIX = ".deleted"
 
 
 def index_file_names(start_offset: int, uuid: str) -> tuple[str, str, str]:
-    """``<startOffset>_<uuid>`` plus each index suffix; the offset is zero-padded to 20 digits
-    like Kafka's log file names (the exact padding is unverified, spec §2, and changes nothing)."""
-    prefix = f"{start_offset:020d}_{uuid}"
+    """``<startOffset>_<uuid>`` plus each index suffix, the offset in plain decimal: Kafka's
+    ``RemoteIndexCache.generateFileNamePrefixForIndex`` writes ``startOffset + "_" + uuid``, with
+    no zero padding (unlike its log segment file names)."""
+    prefix = f"{start_offset}_{uuid}"
     return (prefix + INDEX_SUFFIXES[0], prefix + INDEX_SUFFIXES[1], prefix + INDEX_SUFFIXES[2])
 
 
