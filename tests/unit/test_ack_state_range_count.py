@@ -535,3 +535,24 @@ def test_rollback_empties_the_mark_delete_properties_but_not_the_subscription_on
     assert p.recovery_path == "rollback"
     assert got.mark_delete_properties == {}
     assert got.subscription_properties == {"a": "b"}
+
+
+@pytest.mark.parametrize(("release", "restored"), [("4.x", False), ("5.0", True)])
+def test_metadata_store_recovery_restores_batch_acks_on_the_master_line(
+    release: str, restored: bool
+) -> None:
+    """A close with few ranges goes to the metadata store with the batch bitsets (field 7).
+    Pulsar's master line reads them back (PR #26474; apache/pulsar
+    ``ManagedCursorBatchAckRecoveryTest.testMetadataStoreRecoveryPreservesAllCursorState``, and
+    ``testPartialBatchAckPersistenceRetainsConfiguredCount`` with the metadata store: at most
+    ``managedLedgerMaxBatchDeletedIndexToPersist`` of them); the 4.x line drops them (§6.1)."""
+    batches = {(1, e): BatchAck(64, 0b1111_0110) for e in (4, 5, 6)}
+    state = FakeState((1, 0), ranges=[((1, 1), (1, 2))], batches=batches)
+    p = persister(release=release, managed_ledger_max_batch_deleted_index_to_persist=2)
+    p.created(state)
+    out = p.close(state)
+    assert out is not None and out.to_metadata_store
+    got = p.recover()
+    assert p.recovery_path == "store"
+    assert got.mark_delete == (1, 0) and list(got.acked_ranges) == [((1, 1), (1, 2))]
+    assert got.batch_acks == ({pos: batches[pos] for pos in [(1, 4), (1, 5)]} if restored else {})

@@ -39,7 +39,8 @@ def range_entry(snap: Snapshot, kept: int, batches: Mapping[Position, BatchAck])
 def range_node(
     snap: Snapshot, kept: int, batches: Mapping[Position, BatchAck], now_ms: int
 ) -> Encoded:
-    """A ManagedCursorInfo holding the state; recovery from it ignores the batch bitsets (§6.1)."""
+    """A ManagedCursorInfo holding the state, its batch bitsets included (field 7); whether
+    recovery reads them back is the storage's choice (``CursorStorage``, §6.1)."""
     ranges = snap.ranges[:kept]
     size = managed_cursor_info_bytes(
         STATE_IN_NODE,
@@ -50,4 +51,4 @@ def range_node(
         snap.cursor_properties,
         now_ms,
     )
-    return Encoded(snap, ranges, {}, size)
+    return Encoded(snap, ranges, batches, size)

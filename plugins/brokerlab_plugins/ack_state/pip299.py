@@ -19,7 +19,11 @@ from brokerlab_plugins.ack_state.settings import ack_settings
 from brokerlab_plugins.ack_state.shapes import LedgerState, Snapshot, ledger_words
 from brokerlab_plugins.ack_state.storage import Encoded
 from brokerlab_plugins.ack_state.truncation import walk_budget, walk_ledgers_budget
-from brokerlab_plugins.ack_state.whole_state import WholeStatePersister, write_latency
+from brokerlab_plugins.ack_state.whole_state import (
+    WholeStatePersister,
+    store_keeps_batches,
+    write_latency,
+)
 from brokerlab_plugins.ack_state.wire_size import batches_bytes, long_list_map_bytes, ranges_bytes
 
 __all__ = ["ByteLimitEncoder", "new_pip299_persister"]
@@ -110,5 +114,11 @@ def new_pip299_persister(context: PluginContext, cursor: str) -> WholeStatePersi
     )
     pause = PauseSwitch(broker=s.dispatcher_pause_on_ack_persistent_state_enabled)
     return WholeStatePersister(
-        context.clock, s, encoder, pause, frame_limit(context), write_latency(context, cursor)
+        context.clock,
+        s,
+        encoder,
+        pause,
+        frame_limit(context),
+        write_latency(context, cursor),
+        store_keeps_batches(context),
     )

@@ -21,7 +21,11 @@ from brokerlab_plugins.ack_state.settings import ack_settings
 from brokerlab_plugins.ack_state.shapes import Range, Snapshot, ledger_words
 from brokerlab_plugins.ack_state.storage import Encoded
 from brokerlab_plugins.ack_state.truncation import Release, first_batches, to_ranges
-from brokerlab_plugins.ack_state.whole_state import WholeStatePersister, write_latency
+from brokerlab_plugins.ack_state.whole_state import (
+    WholeStatePersister,
+    store_keeps_batches,
+    write_latency,
+)
 from brokerlab_plugins.ack_state.wire_size import FRAME_PADDING, batches_bytes, long_list_map_bytes
 
 __all__ = ["RangeCountEncoder", "new_range_count_persister"]
@@ -162,5 +166,11 @@ def new_range_count_persister(context: PluginContext, cursor: str) -> WholeState
     )
     pause = PauseSwitch(broker=s.dispatcher_pause_on_ack_state_persistent_enabled)
     return WholeStatePersister(
-        context.clock, s, encoder, pause, frame_limit(context), write_latency(context, cursor)
+        context.clock,
+        s,
+        encoder,
+        pause,
+        frame_limit(context),
+        write_latency(context, cursor),
+        store_keeps_batches(context),
     )

@@ -24,7 +24,9 @@ class AckStateSettings(BaseModel):
         "(OpenLongPairRangeSet: the long-array cap includes the ledger that crosses it; the "
         "long array needs managedLedgerUnackedRangesOpenCacheSetEnabled) or '5.0' "
         "(PositionRangeSet: a ledger goes in only if the total after it fits; the open-cache "
-        "flag is gone). Defaults still come from the Pulsar keys (ack-state.md §4.3, §9).",
+        "flag is gone; recovery from the metadata store restores batch bitsets, as master does "
+        "since PR #26474). Defaults still come from the Pulsar keys (ack-state.md §4.3, §6.1, "
+        "§9).",
     )
 
 

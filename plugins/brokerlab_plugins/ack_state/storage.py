@@ -128,6 +128,8 @@ class CursorStorage:
     """One cursor's ledger and metadata-store node; ``nodes`` encodes the node's contents.
 
     ``write_ns`` draws how long one write takes to become durable (``None``: at once).
+    ``store_keeps_batches``: recovery from the metadata-store node restores its batch bitsets, as
+    Pulsar's master line does (PR #26474); the 4.x line drops them (§6.1 step 2).
     """
 
     def __init__(
@@ -139,6 +141,7 @@ class CursorStorage:
         start: RecoveredAckState,
         nodes: MetadataNodes,
         write_ns: Callable[[], int] | None = None,
+        store_keeps_batches: bool = False,
     ) -> None:
         # What every write reads comes first (compiled, attributes are laid out in this order,
         # and these then share two cache lines).
@@ -173,6 +176,7 @@ class CursorStorage:
         self._durable_view: _RecoveryView | None = None
         self._last_done_ns = 0
         self.writes_lost_in_flight = 0
+        self._store_keeps_batches = store_keeps_batches
 
     # ---- queries ------------------------------------------------------------------------------
 
@@ -280,7 +284,9 @@ class CursorStorage:
         if self._node_holds_state:
             node = self._node
             self._mode = "none"
-            # The metadata-store path restores no batch bitsets (§6.1 step 2).
+            if self._store_keeps_batches:
+                return node, "store"
+            # The 4.x metadata-store path restores no batch bitsets (§6.1 step 2).
             return replace(node, batch_acks={}), "store"
         last = self._last_mark_delete
         if self._ledger_lost or last is None:

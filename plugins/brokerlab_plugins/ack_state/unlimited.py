@@ -14,7 +14,11 @@ from brokerlab.protocols import AckState, PluginContext
 from brokerlab_plugins.ack_state.forms import range_entry, range_node
 from brokerlab_plugins.ack_state.shapes import Snapshot
 from brokerlab_plugins.ack_state.storage import Encoded
-from brokerlab_plugins.ack_state.whole_state import WholeStatePersister, write_latency
+from brokerlab_plugins.ack_state.whole_state import (
+    WholeStatePersister,
+    store_keeps_batches,
+    write_latency,
+)
 
 __all__ = ["UnlimitedEncoder", "new_unlimited_persister"]
 
@@ -45,5 +49,9 @@ _ENCODER: Final = UnlimitedEncoder()
 def new_unlimited_persister(context: PluginContext, cursor: str) -> WholeStatePersister:
     # No frame limit: the baseline never falls back to the metadata store.
     return WholeStatePersister(
-        context.clock, context.settings, _ENCODER, write_ns=write_latency(context, cursor)
+        context.clock,
+        context.settings,
+        _ENCODER,
+        write_ns=write_latency(context, cursor),
+        store_keeps_batches=store_keeps_batches(context),
     )

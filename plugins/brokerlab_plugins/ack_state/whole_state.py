@@ -15,11 +15,24 @@ from typing import Protocol
 from brokerlab.protocols import AckState, Clock, PersistOutcome, PluginContext, RecoveredAckState
 from brokerlab_plugins.ack_state.cadence import MarkDeleteRateLimiter
 from brokerlab_plugins.ack_state.pause import PauseSwitch
+from brokerlab_plugins.ack_state.settings import ack_settings
 from brokerlab_plugins.ack_state.shapes import LedgerState, Snapshot
 from brokerlab_plugins.ack_state.storage import CursorStorage, Encoded
 from brokerlab_plugins.ack_state.wire_size import managed_cursor_info_bytes
 
-__all__ = ["Encoder", "StorageLimits", "WholeStatePersister", "write_latency"]
+__all__ = [
+    "Encoder",
+    "StorageLimits",
+    "WholeStatePersister",
+    "store_keeps_batches",
+    "write_latency",
+]
+
+
+def store_keeps_batches(context: PluginContext) -> bool:
+    """Whether recovery from the metadata store restores batch bitsets: on Pulsar's master line
+    (``sim.ackState.pulsarRelease=5.0``, PR #26474), not on 4.x."""
+    return ack_settings(context).pulsar_release == "5.0"
 
 
 def write_latency(context: PluginContext, cursor: str) -> Callable[[], int] | None:
@@ -69,6 +82,7 @@ class WholeStatePersister:
         pause: PauseSwitch | None = None,
         frame_limit: int | None = None,
         write_ns: Callable[[], int] | None = None,
+        store_keeps_batches: bool = False,
     ) -> None:
         self._clock = clock
         self.encoder = encoder
@@ -85,6 +99,7 @@ class WholeStatePersister:
             RecoveredAckState(mark_delete=(-1, -1)),
             self,
             write_ns,
+            store_keeps_batches,
         )
         self._dirty = False
         self._cursor_properties: Mapping[str, str] = {}
