@@ -97,9 +97,10 @@ class SplitAckPersister:
         self._batch_index = batch_index
         self.lru = LruLedgers(cap)
         self._log: list[_LedgerEntry | _Marker] = []
-        # With a write latency: when each log entry is durable (ascending), the cursor ledger
-        # before the last switch and the index of the new ledger's first marker.
+        # With a write latency only: when each log entry is durable (ascending), the cursor
+        # ledger before the last switch and the index of the new ledger's first marker.
         self._write_ns = write_ns
+        self._at_once = False  # the writes being made now are durable at once
         self._done: list[int] = []
         self._last_done_ns = 0
         self._previous: tuple[list[_LedgerEntry | _Marker], list[int]] | None = None
@@ -127,10 +128,7 @@ class SplitAckPersister:
 
     def created(self, state: AckState) -> PersistOutcome | None:
         # The cursor exists once its first marker is durable: nothing of it is in flight.
-        write_ns, self._write_ns = self._write_ns, None
-        outcome = self._flush(state)
-        self._write_ns = write_ns
-        return outcome
+        return self._flush_at_once(state)
 
     def acked(self, state: AckState, changed_ledgers: Sequence[int]) -> PersistOutcome | None:
         swapped_out: set[int] = set()
@@ -151,12 +149,18 @@ class SplitAckPersister:
 
     def close(self, state: AckState) -> PersistOutcome | None:
         # A close completes once its writes and every earlier one are durable.
-        write_ns, self._write_ns = self._write_ns, None
-        outcome = self._flush(state)
-        self._write_ns = write_ns
-        self._done = [0] * len(self._log)
-        self._previous = None
+        outcome = self._flush_at_once(state)
+        if self._write_ns is not None:
+            self._done = [0] * len(self._log)
+            self._previous = None
         return outcome
+
+    def _flush_at_once(self, state: AckState) -> PersistOutcome:
+        self._at_once = True
+        try:
+            return self._flush(state)
+        finally:
+            self._at_once = False
 
     def crash(self) -> None:
         self._dirty = False
@@ -278,9 +282,10 @@ class SplitAckPersister:
     def _switch(self, snap: Snapshot) -> int:
         """A new cursor ledger: copies of the referenced entries, a marker, the node updated."""
         old = self._log
-        self._previous = (old, self._done)
+        if self._write_ns is not None:
+            self._previous = (old, self._done)
+            self._done = []
         self._log = []
-        self._done = []
         index: dict[int, int] = {}
         spent = 0
         for lid, eid in self._index.items():
@@ -311,8 +316,11 @@ class SplitAckPersister:
         """Write one cursor-ledger entry: durable now, or after a draw of the write latency and
         never before the entries written earlier."""
         self._log.append(entry)
+        write_ns = self._write_ns
+        if write_ns is None:
+            return  # durable at once: nothing to track
         now = self._clock.now_ns()
-        done = now if self._write_ns is None else now + self._write_ns()
+        done = now if self._at_once else now + write_ns()
         self._last_done_ns = max(done, self._last_done_ns)
         self._done.append(self._last_done_ns)
 
