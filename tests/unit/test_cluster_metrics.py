@@ -7,10 +7,10 @@ import json
 import os
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
 import pytest
+from test_cluster import SETTINGS, workload
 
 from brokerlab import load_profile
 from brokerlab.broker.cluster import PEAK_COUNTERS, bundle_of
@@ -22,7 +22,6 @@ from brokerlab.workloads import parse_workload
 
 ROOT = Path(__file__).resolve().parents[2]
 HOST = PluginHost()
-SETTINGS = ["defaultNumberOfNamespaceBundles=3", "sim.entryCache=legacy"]
 TOPICS = [f"t-{i}" for i in range(12)]
 
 CRASH_BROKER_0 = """
@@ -32,26 +31,6 @@ kind = "restart"
 broker = 0
 outage_s = 0.5
 """
-
-
-def workload(events: str = "", brokers: int = 3) -> str:
-    """12 topics at 100 messages/s each (3 s), one Exclusive subscription each, keeping up."""
-    return textwrap.dedent(
-        f"""
-        name = "cluster"
-        duration_s = 3
-        [cluster]
-        brokers = {brokers}
-        [[topics]]
-        name = "t"
-        count = 12
-        rate = 100
-        arrival = "constant"
-        [[topics.subscriptions]]
-        name = "s"
-        [[topics.subscriptions.consumers]]
-        """
-    ) + textwrap.dedent(events)
 
 
 def run(document: str, settings: list[str] = SETTINGS) -> Result:

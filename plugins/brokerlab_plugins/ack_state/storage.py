@@ -57,7 +57,8 @@ class Encoded:
         self.ranges = ranges
         """The ranges kept: the snapshot's lowest ones, or whole ledgers in the long-array form."""
         self.batches = batches
-        """The batch bitsets a restart restores from this write (none from a node)."""
+        """The batch bitsets this write keeps; a restart restores them from a ledger entry, and
+        from a node only where ``store_keeps_batches`` (the master line)."""
         self.bytes = size
         self.ranges_persisted = len(ranges)
         self.ranges_dropped = len(snap.ranges) - len(ranges)
