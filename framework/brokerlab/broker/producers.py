@@ -120,6 +120,10 @@ class Producer:
         self.blocked_since = 0
 
 
+# A sent entry on its way to storage: its producer, size, send time, key, deliver-at time (ms).
+Sent = tuple[Producer, int, int, int, int]
+
+
 class TopicWriter:
     """A topic's producers and its writes in flight, completed in the order they were sent."""
 
@@ -138,14 +142,14 @@ class TopicWriter:
         self.topic = topic
         self.producers = [Producer() for _ in range(producers)]
         self.turn = 0  # the producer the next arrival goes to
-        # Sent entries not yet persisted: producer, size, send time, key, deliver-at time.
-        self.in_flight: deque[tuple[Producer, int, int, int, int]] = deque()
+        # Sent entries not yet persisted.
+        self.in_flight: deque[Sent] = deque()
         # When the last write sent completes: a later one never completes before it.
         self.last_done_ns = 0
         self.complete = lambda: publisher.complete(self)  # one per topic, scheduled per write
         # While the topic is unavailable: entries sent meanwhile (to write when it is back), and
         # writes completed meanwhile whose producers are not told yet (producer, send time).
-        self.resend: deque[tuple[Producer, int, int, int, int]] = deque()
+        self.resend: deque[Sent] = deque()
         self.unconfirmed: list[tuple[Producer, int]] = []
         topic.resume_producers = lambda: publisher.resume(self)
 
