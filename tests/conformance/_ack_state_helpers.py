@@ -8,19 +8,22 @@ holds no tests itself.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from brokerlab.broker.cursor import Cursor
 from brokerlab.broker.ledger import LedgerIds, ManagedLedger
+from brokerlab.profiles.loader import Profile
 from brokerlab.profiles.model import BrokerSettings
-from brokerlab.protocols import PluginContext, Position
+from brokerlab.protocols import BatchAck, PluginContext, Position
 from brokerlab_plugins.ack_state.range_count import new_range_count_persister
 from brokerlab_plugins.ack_state.settings import NAMESPACE, AckStateSettings
 from brokerlab_plugins.ack_state.whole_state import WholeStatePersister
 
 NS = 1_000_000_000
+Range = tuple[Position, Position]
 
 
 class Clock:
@@ -40,6 +43,37 @@ class Clock:
 
     def advance(self, seconds: float) -> None:
         self.ns += round(seconds * NS)
+
+
+@dataclass
+class State:
+    """An ack state given by its parts, for what the broker cursor does not carry itself
+    (mark-delete properties, subscription properties)."""
+
+    md: Position
+    ranges: list[Range] = field(default_factory=list)
+    batches: dict[Position, BatchAck] = field(default_factory=dict)
+    props: dict[str, int] = field(default_factory=dict)
+    sub_props: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def mark_delete(self) -> Position:
+        return self.md
+
+    def acked_ranges(self) -> list[Range]:
+        return self.ranges
+
+    def range_count(self) -> int:
+        return len(self.ranges)
+
+    def batch_acks(self) -> Mapping[Position, BatchAck]:
+        return self.batches
+
+    def subscription_properties(self) -> Mapping[str, str]:
+        return self.sub_props
+
+    def mark_delete_properties(self) -> Mapping[str, int]:
+        return self.props
 
 
 class _GivenIds(LedgerIds):
@@ -132,3 +166,14 @@ def restart(p: WholeStatePersister, cursor: Cursor, *, close: bool = False) -> N
     else:
         p.crash()
     cursor.restore(p.recover())
+
+
+def profile_persister(
+    profile: Profile, clock: Clock | None = None, **values: Any
+) -> WholeStatePersister:
+    """The range-count persister under a ready profile's settings (its Pulsar line), with no
+    mark-delete rate limit (``ManagedLedgerConfig``'s default) and ``values`` on top."""
+    ack = profile.plugin_settings.get(NAMESPACE)
+    assert isinstance(ack, AckStateSettings)
+    update = {"managed_ledger_default_mark_delete_rate_limit": 0.0, **values}
+    return persister(clock, profile.settings.model_copy(update=update), ack)
