@@ -76,7 +76,7 @@ class State:
         return self.props
 
 
-class _GivenIds(LedgerIds):
+class GivenIds(LedgerIds):
     """Ledger ids handed out from a fixed list (BookKeeper ids need not be consecutive)."""
 
     def __init__(self, ids: Iterable[int]) -> None:
@@ -90,7 +90,7 @@ class _GivenIds(LedgerIds):
 def managed_ledger(layout: Mapping[int, int]) -> ManagedLedger:
     """A managed ledger whose ledgers are ``layout`` (ledger id -> entries), in id order."""
     ids = sorted(layout)
-    ml = ManagedLedger("t", _GivenIds(ids), max(layout[ids[0]], 1))
+    ml = ManagedLedger("t", GivenIds(ids), max(layout[ids[0]], 1))
     for i, lid in enumerate(ids):
         # The first append of a ledger rolls the previous one over: it is full at its size.
         ml.max_entries_per_ledger = max(layout[ids[i - 1]] if i else layout[lid], 1)
@@ -158,14 +158,16 @@ def persister(
     return new_range_count_persister(context, "t/c")
 
 
-def restart(p: WholeStatePersister, cursor: Cursor, *, close: bool = False) -> None:
-    """Close gracefully (``close``) or crash, then recover into ``cursor`` as a reopened broker
-    does."""
+def restart(p: WholeStatePersister, cursor: Cursor, *, close: bool = False) -> Cursor:
+    """Close ``cursor`` gracefully (``close``) or crash, then recover: the new broker cursor on
+    the same managed ledger that a reopened topic builds, with the recovered state restored."""
     if close:
         p.close(cursor)
     else:
         p.crash()
-    cursor.restore(p.recover())
+    again = Cursor(cursor.name, cursor.ledger, cursor.ledger.first_position)
+    again.restore(p.recover())
+    return again
 
 
 def profile_persister(

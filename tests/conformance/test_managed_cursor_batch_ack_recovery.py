@@ -192,6 +192,6 @@ def test_a_node_without_batch_bitsets_restores_none() -> None:
     )
     cursor = cursor_on(1)
     p.created(cursor)
-    restart(p, cursor, close=True)
+    again = restart(p, cursor, close=True)
     assert p.storage.node_holds_state
-    assert cursor.md == (1, -1) and not cursor.batch_acks()
+    assert again.md == (1, -1) and not again.batch_acks()
