@@ -541,12 +541,6 @@ def test_every_third_ack_then_the_rest_of_the_first_half() -> None:
     assert cursor.md == (1, 499) and cursor.read_position == (1, 500)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="defect: Cursor.restore keeps recovered acks at or before the recovered mark-delete, "
-    "and no later advance removes them (Pulsar's setAcknowledgedPosition calls "
-    "removeAtMost(markDelete) on the range set), so the range count stays above 0",
-)
 @reexpresses(UPSTREAM, "testConsistencyOfIndividualMessages")
 def test_a_range_behind_the_mark_delete_does_not_outlive_it() -> None:
     """The mark-delete is at the first entry of ledger 2 and the recovered state also claims
