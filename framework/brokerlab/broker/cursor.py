@@ -295,20 +295,34 @@ class Cursor:
         ledgers = self.ledger.ledgers
         for (ledger_id, lower), (upper_ledger, upper) in state.acked_ranges:
             if upper_ledger == ledger_id:
-                self.acked.setdefault(ledger_id, set()).update(range(lower + 1, upper + 1))
+                self._restore_run(ledger_id, lower + 1, upper + 1)
                 continue
             for lid in self.ledger.ledger_ids():
                 if ledger_id <= lid <= upper_ledger:
                     first = lower + 1 if lid == ledger_id else 0
                     end = upper + 1 if lid == upper_ledger else len(ledgers[lid])
-                    if first < end:
-                        self.acked.setdefault(lid, set()).update(range(first, end))
+                    self._restore_run(lid, first, end)
         for s in self.acked.values():
             self._ranges += len(runs(s))
         self._batch = dict(state.batch_acks)
         self.read_position = self.ledger.next_position(self.md)
         self._advance_mark_delete()
         self.read_position = self.ledger.next_position(self.md)
+
+    def _restore_run(self, ledger_id: int, first: int, end: int) -> None:
+        """Entries ``first`` to ``end - 1`` of ``ledger_id`` were recovered as acked.
+
+        Those at or before the mark-delete are implied by it and not kept: Pulsar drops them from
+        the range set (``removeAtMost``) whenever the mark-delete is set, so none outlives it.
+        """
+        md: Position = self.md
+        md_ledger, md_entry = md
+        if ledger_id < md_ledger:
+            return
+        if ledger_id == md_ledger:
+            first = max(first, md_entry + 1)
+        if first < end:
+            self.acked.setdefault(ledger_id, set()).update(range(first, end))
 
     def snapshot(self) -> RecoveredAckState:
         """The true state, in the form a perfect persister would recover it."""
