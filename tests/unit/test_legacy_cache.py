@@ -1,5 +1,6 @@
-"""The ``legacy`` entry cache against spec pip430-entry-cache.md §7 (scenarios 24-31) and a
-reference model (hypothesis). Scenarios 1-23 and 32-37 are in ``test_pip430_cache.py``."""
+"""The ``legacy`` entry cache against spec pip430-entry-cache.md §7 (scenarios 24-26) and a
+reference model (hypothesis). Scenarios 1-23 and 32-37 are in ``test_pip430_cache.py``; 27-31
+(upstream ``EntryCacheManagerTest``) are re-expressed in ``tests/conformance``."""
 
 from __future__ import annotations
 
@@ -11,8 +12,6 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
 from brokerlab.broker.events import EventLoop
-from brokerlab.host import PluginHost
-from brokerlab.profiles import load_profile
 from brokerlab.profiles.model import BrokerSettings
 from brokerlab.protocols import CursorContainer, PluginContext, Position
 from brokerlab_plugins.cursor_containers import HeapCursorContainer
@@ -119,87 +118,6 @@ def test_scenario_26_ordering() -> None:
         assert c.slowest_position() == slowest and _lowest(cache) == slowest
 
 
-# ---- EntryCacheManagerTest, legacy semantics (27-31) --------------------------------------------
-
-
-def test_scenario_27_simple() -> None:
-    cache, loop, _ = make_cache(CacheLimits.of(10, 0.8, 1000))
-    assert cache.limits.trigger == 9
-    cache.open_ledger("cache1", HeapCursorContainer())
-    cache.open_ledger("cache2", HeapCursorContainer())
-    assert cache.put("cache1", (1, 1), 4)
-    assert cache.put("cache1", (1, 0), 3)
-    for e in range(3):
-        assert cache.put("cache2", (2, e), 1)
-    assert cache.size_bytes() == 10
-    assert not cache.put("cache2", (2, 3), 1)  # triggers the eviction, and is refused
-    loop.run_until(loop.now_ns())
-    assert cache.size_bytes() == 7
-    assert cache.ledger_size("cache1") == 4 and cache.ledger_size("cache2") == 3
-    assert (1, 0) not in cache.cached("cache1")
-    cache.close_ledger("cache1")
-    assert cache.size_bytes() == 3
-    assert cache.invalidate_entries("cache2", (2, 1)) == (1, 1)
-    assert cache.size_bytes() == 2
-    assert cache._eviction.requests == 1
-    assert cache.counters.cache_inserts == 5
-    assert cache.counters.removals() == 3
-
-
-def test_scenario_28_double_insert() -> None:
-    cache, _, _ = make_cache(CacheLimits.of(10, 0.8, 1000))
-    assert cache.put(T, (1, 1), 4)
-    assert cache.put(T, (1, 0), 3)
-    assert not cache.put(T, (1, 0), 5)
-    assert cache.size_bytes() == 7
-    assert cache.counters.cache_inserts == 2 and cache.counters.removals() == 0
-
-
-def test_scenario_29_cache_disabled() -> None:
-    host = PluginHost(entry_points=False, plugins=_plugins())
-    profile = load_profile(
-        None,
-        [
-            "managedLedgerCacheSizeMB=0",
-            "sim.entryCache=legacy",
-            "delayedDeliveryEnabled=false",
-            "sim.ackStatePersister=unlimited",
-        ],
-    )
-    assert host.resolve(profile).entry_cache.record.name == "disabled"
-    cache, _, cursors = make_cache(managedLedgerCacheSizeMB=0)
-    cursors.add("a", (0, 0))
-    cache.cursors_changed(T)
-    assert not cache.insert(T, (0, 0), 10)
-    assert cache.size_bytes() == 0 and cache.counters.cache_inserts == 0
-
-
-def test_scenario_30_no_cache_if_no_consumer() -> None:
-    cache, _, _ = make_cache()
-    for e in range(10):
-        assert not cache.insert(T, (0, e), 10)
-    assert cache.size_bytes() == 0 and cache.counters.cache_inserts == 0
-
-
-def test_scenario_31_hits_misses() -> None:
-    cache, _, c = make_cache(CacheLimits.of(70, 0.9, 1000))
-    c.add("c1", (0, 0))
-    c.add("c2", (0, 0))
-    cache.cursors_changed(T)
-    for e in range(10):
-        assert cache.insert(T, (0, e), 7)
-    assert cache.size_bytes() == 70
-    assert cache.read(T, 0, 0, 9, "c1") == []
-    moved(cache, c, "c1", (0, 10))
-    assert cache.counters.cache_hits == 10 and cache.size_bytes() == 70
-    c.remove("c1")
-    cache.cursors_changed(T)
-    assert cache.size_bytes() == 70
-    assert cache.read(T, 0, 0, 9, "c2") == []
-    moved(cache, c, "c2", (0, 10))
-    assert cache.size_bytes() == 0
-
-
 # ---- behaviour outside the numbered scenarios ---------------------------------------------------
 
 
@@ -284,22 +202,6 @@ def test_ledger_deleted() -> None:
     cache.ledger_deleted(T, 1)
     assert set(cache.cached(T)) == {(2, 0), (2, 1), (2, 2)}
     assert cache.counters.cache_evictions_ledger_deleted == 3 and cache.size_bytes() == 3
-
-
-def _plugins() -> dict[str, object]:
-    import brokerlab_plugins.ack_state as ack_state
-    import brokerlab_plugins.baselines as baselines
-    import brokerlab_plugins.cursor_containers as containers
-    import brokerlab_plugins.legacy_cache as legacy
-    import brokerlab_plugins.pip430_cache as pip430
-
-    return {
-        "baselines": baselines,
-        "cursor_containers": containers,
-        "ack_state": ack_state,
-        "legacy_cache": legacy,
-        "pip430_cache": pip430,
-    }
 
 
 # ---- reference model (hypothesis) ---------------------------------------------------------------
