@@ -621,13 +621,6 @@ def test_a_mark_delete_per_entry_recovers_the_last_one(per_ledger: int | None) -
     assert again.md == last
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="#24 item 2: a cursor ledger created after a restart starts with the last persisted "
-    "mark-delete, and the metadata-store node records that one (ManagedCursorImpl."
-    "createNewMetadataLedger); CursorStorage._switch records the new write instead, so the "
-    "rollback claims the unpersisted mark-delete",
-)
 @reexpresses(UPSTREAM, "failDuringRecoveryWithEmptyLedger")
 def test_a_lost_cursor_ledger_rolls_back_to_the_last_persisted_mark_delete() -> None:
     """Mark-delete entry 1, close (the node holds 1:1), reopen, mark-delete entry 2 (a new
@@ -652,9 +645,10 @@ def test_a_lost_cursor_ledger_rolls_back_to_the_last_persisted_mark_delete() -> 
 @reexpresses(UPSTREAM, "errorRecoveringCursor")
 @reexpresses(UPSTREAM, "errorRecoveringCursor3")
 def test_an_unreadable_cursor_ledger_rolls_back_to_the_position_at_creation() -> None:
-    """A cursor opened after 2 of 3 entries; its cursor ledger cannot be read at recovery
-    (LedgerRecoveryException or ReadException upstream): it rolls back to where it was created
-    and reads from entry 2."""
+    """A cursor opened after 2 of 3 entries, then the broker restarts with BookKeeper failing
+    (LedgerRecoveryException or ReadException upstream): the cursor comes back where it was
+    created and reads from entry 2. It never wrote, so it has no cursor ledger to fail on (the
+    ledger is created lazily): its position comes from the metadata-store node."""
     cursor = cursor_on(3, after=2)
     p = persister()
     p.created(cursor)
@@ -662,7 +656,7 @@ def test_an_unreadable_cursor_ledger_rolls_back_to_the_position_at_creation() ->
     p.storage.lose_ledger()
     again = reopened(cursor)
     again.restore(p.recover())
-    assert p.recovery_path == "rollback"
+    assert p.recovery_path == "store"
     assert again.md == (1, 1) and again.read_position == (1, 2)
 
 
@@ -820,12 +814,6 @@ def test_the_flush_persists_individual_acks_the_rate_limit_held_back(flushed: bo
     assert (again.md == (1, 19)) is flushed
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="#24 item 3: Pulsar creates the cursor ledger lazily, on the first mark-delete "
-    "(ManagedCursorImpl starts in state NoLedger); brokerlab's CursorStorage creates it when the "
-    "cursor is created",
-)
 @reexpresses(UPSTREAM, "testLazyCursorLedgerCreation")
 def test_the_cursor_ledger_is_created_by_the_first_mark_delete() -> None:
     """A new cursor has no cursor ledger and its mark-delete is the managed ledger's last

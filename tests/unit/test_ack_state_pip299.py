@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 from pydantic import ValidationError
-from test_ack_state_support import FakeClock, FakeState, context, redelivered
+from test_ack_state_support import FakeClock, FakeState, context, opened, redelivered
 
 from brokerlab.profiles.model import BrokerSettings
 from brokerlab_plugins.ack_state.pip299 import ByteLimitEncoder, new_pip299_persister
@@ -31,7 +31,7 @@ def encoder(p: WholeStatePersister) -> ByteLimitEncoder:
 def test_scenario_b1_budget_fits() -> None:
     p = persister()
     state = odd_acks(100)
-    p.created(FakeState((1, -1)))
+    opened(p, FakeState((1, -1)))
     out = p.acked(state, [1])
     assert out is not None and out.bytes_written == 713 and out.ranges_dropped == 0
     assert encoder(p).cached_size == 713
@@ -40,7 +40,7 @@ def test_scenario_b1_budget_fits() -> None:
 def test_scenario_b2_budget_cut() -> None:
     p = persister(dispatcher_pause_on_ack_persistent_state_enabled=True)
     state = odd_acks(400)
-    p.created(FakeState((1, -1)))
+    opened(p, FakeState((1, -1)))
     out = p.acked(state, [1])
     assert out is not None and out.bytes_written == 1021
     assert (out.ranges_persisted, out.ranges_dropped) == (71, 129)
@@ -57,7 +57,7 @@ def test_scenario_b3_properties_first() -> None:
     state = odd_acks(100)
     state.sub_props = props
     p = persister()
-    p.created(FakeState((1, -1), sub_props=props))
+    opened(p, FakeState((1, -1), sub_props=props))
     out = p.acked(state, [1])
     assert out is not None and out.ranges_persisted == 0 and out.bytes_written == 13
     p.crash()
@@ -72,7 +72,7 @@ def test_scenario_b4_range_count_limit_ignored() -> None:
         dispatcher_pause_on_ack_state_persistent_enabled=True,
     )
     state = odd_acks(100)
-    p.created(FakeState((1, -1)))
+    opened(p, FakeState((1, -1)))
     out = p.acked(state, [1])
     assert out is not None and out.ranges_persisted == 50
     assert "ack_truncations" not in p.stats()
@@ -96,7 +96,7 @@ def test_scenario_b5_lagging_resume() -> None:
 def test_scenario_b6_switch_off() -> None:
     p = persister(dispatcher_pause_on_ack_persistent_state_enabled=False)
     state = odd_acks(400)
-    p.created(FakeState((1, -1)))
+    opened(p, FakeState((1, -1)))
     out = p.acked(state, [1])
     assert out is not None and out.ranges_dropped == 129
     assert not p.should_pause_dispatch(state)

@@ -4,7 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from test_ack_state_support import FakeState, context, cursor, ledger_layout, redelivered
+from test_ack_state_support import (
+    FakeState,
+    context,
+    cursor,
+    ledger_layout,
+    opened,
+    redelivered,
+)
 
 from brokerlab.broker.cursor import Cursor
 from brokerlab_plugins.ack_state.lru import LruLedgers
@@ -40,8 +47,8 @@ def test_scenario_c2_only_dirty_ledgers_rewritten() -> None:
     c = three_ledgers()
     split = persister()
     whole = new_range_count_persister(context(), "t/s")
-    for p in (split, whole):
-        p.created(c)
+    split.created(c)
+    opened(whole, c)  # the whole-state persister's cursor ledger exists from its first write
     before = {p: p.stats()["ack_changed_bytes"] for p in (split, whole)}
     c.ack(2, 0)
     entries = split.ledger_entries_written

@@ -16,6 +16,7 @@ from test_ack_state_support import (
     context,
     cursor,
     ledger_layout,
+    opened,
     redelivered,
 )
 
@@ -126,7 +127,7 @@ def test_scenario_03_alternating() -> None:
 def test_scenario_04_message_range_truncation() -> None:
     c = cursor(100)
     p = persister(managed_ledger_max_unacked_ranges_to_persist=10)
-    p.created(c)
+    opened(p, c)
     ack_all(c, [(1, e) for e in range(1, 100, 2)])
     out = p.acked(c, [1])
     assert c.range_count() == 50
@@ -148,7 +149,7 @@ def test_scenario_05_long_array_single_ledger(release: str) -> None:
         managed_ledger_max_unacked_ranges_to_persist=10,
         managed_ledger_persist_individual_ack_as_long_array=True,
     )
-    p.created(c)
+    opened(p, c)
     ack_all(c, [(1, e) for e in range(1, 100, 2)])
     out = p.acked(c, [1])
     assert out is not None
@@ -230,7 +231,7 @@ def test_scenario_12_batch_bitset_bytes_and_recovery() -> None:
     state = FakeState((1, 4), batches={(1, 5): BatchAck(10, 0b1111110111)})
     p = persister()
     assert entry_bytes(p, state) == 2 + 1 + 1 + 11
-    p.created(state)
+    opened(p, state)
     p.crash()
     got = p.recover()
     assert p.recovery_path == "ledger"
@@ -240,7 +241,8 @@ def test_scenario_12_batch_bitset_bytes_and_recovery() -> None:
 def test_scenario_13_batch_cap() -> None:
     batches = {(1, e): BatchAck(10, 0b1111110111) for e in range(1, 6)}
     p = persister(managed_ledger_max_batch_deleted_index_to_persist=2)
-    p.created(FakeState((1, 0), batches=batches))
+    opened(p, FakeState((1, 0)))
+    p.acked(FakeState((1, 0), batches=batches), [1])
     assert p.stats()["ack_batch_truncations"] == 1
     p.crash()
     assert set(p.recover().batch_acks) == {(1, 1), (1, 2)}  # 1:3..1:5 come back whole
@@ -288,8 +290,8 @@ def test_scenario_17_cursor_properties_are_metadata_store_only() -> None:
     plain = FakeState((1, 2), [((1, 3), (1, 4))])
     with_sub = FakeState((1, 2), [((1, 3), (1, 4))], sub_props={"a": "b"})
     a, b = persister(), persister()
-    a.created(plain)
-    b.created(with_sub)
+    opened(a, plain)
+    opened(b, with_sub)
     assert a.acked(plain, [1]).bytes_written == b.acked(with_sub, [1]).bytes_written
     b.crash()
     assert b.recover().subscription_properties == {"a": "b"}
@@ -313,7 +315,7 @@ def test_scenario_18_close_to_metadata_store() -> None:
 def test_scenario_19_close_to_ledger() -> None:
     state = FakeState((1, -1), ranges_of(1500))
     p = persister()
-    p.created(state)
+    opened(p, state)
     out = p.close(state)
     assert out is not None and not out.to_metadata_store and not p.storage.node_holds_state
     assert len(p.recover().acked_ranges) == 1500 and p.recovery_path == "ledger"
@@ -330,7 +332,7 @@ def test_a_metadata_store_threshold_of_minus_one_sends_every_close_to_the_ledger
     goes to the metadata store."""
     state = FakeState((1, 4))
     p = persister(managed_ledger_max_unacked_ranges_to_persist_in_metadata_store=threshold)
-    p.created(state)
+    opened(p, state)
     out = p.close(state)
     assert out is not None and out.to_metadata_store is to_store
     assert p.storage.node_holds_state is to_store
@@ -500,11 +502,14 @@ def test_scenario_35_dense_ceiling() -> None:
 def test_scenario_36_cursor_ledger_rollover() -> None:
     c = cursor(20)
     p = persister(managed_ledger_cursor_max_entries_per_ledger=5)
-    p.created(c)  # entry 0 of the first cursor ledger
-    first = p.storage.cursor_ledger_id
+    p.created(c)  # no cursor ledger yet: the first write creates it
+    first = p.storage.next_cursor_ledger_id()
     for i in range(5):
         c.ack(1, 2 * i + 1)
         out = p.acked(c, [1])
+        if i == 0:  # the creation entry (entry 0), then this write (entry 1)
+            assert p.storage.cursor_ledger_id == first and p.storage.ledger_entries == 2
+    # Entries 2-5 fill the ledger (lastAddConfirmed 5 >= 5): the fifth write rolls it over.
     assert p.storage.cursor_ledger_id == first + 1 and p.stats()["ack_cursor_ledger_rollovers"] == 1
     assert out is not None and out.to_metadata_store  # node updated (no ranges)
     # After a restart the first write creates a ledger: a creation entry, then the write.

@@ -13,7 +13,14 @@ from typing import Any
 import numpy as np
 
 from brokerlab.profiles.model import BrokerSettings
-from brokerlab.protocols import BatchAck, PluginContext, Position, RecoveredAckState
+from brokerlab.protocols import (
+    AckState,
+    AckStatePersister,
+    BatchAck,
+    PluginContext,
+    Position,
+    RecoveredAckState,
+)
 from brokerlab.testing.ack_state import ack_cursor
 from brokerlab.testing.ack_state import ledger_layout as ledger_layout
 from brokerlab_plugins.ack_state.settings import NAMESPACE, AckStateSettings
@@ -117,3 +124,14 @@ def redelivered(
     """Acked positions the recovered state does not hold (they are delivered again)."""
     truth = acked_set(truth_md, truth_ranges, layout)
     return len(truth - acked_set(got.mark_delete, got.acked_ranges, layout))
+
+
+def opened(persister: AckStatePersister, state: AckState) -> None:
+    """Create the cursor and make its first write, which creates its cursor ledger.
+
+    Pulsar creates a cursor's ledger lazily, on the first mark-delete (PR #16389; apache/pulsar
+    ``ManagedCursorTest.testLazyCursorLedgerCreation``); until then the metadata-store node holds
+    the state. Scenarios that measure a write to the ledger start from here.
+    """
+    persister.created(state)
+    persister.acked(state, [])

@@ -17,10 +17,12 @@ from test_unload import BASE, HOST, PERSISTERS, plugin_context
 
 from brokerlab import load_profile, simulate
 from brokerlab.broker.dedup import Deduplication
-from brokerlab.broker.events import EventLoop
+from brokerlab.broker.events import EPOCH_MS, EventLoop
 from brokerlab.broker.ledger import LedgerIds, ManagedLedger
 from brokerlab.protocols import PersistOutcome
 from brokerlab.workloads import parse_workload
+from brokerlab_plugins.ack_state.storage import FIRST_CURSOR_LEDGER
+from brokerlab_plugins.ack_state.wire_size import header_bytes, managed_cursor_info_bytes
 
 NAMES = [f"standalone-0-{n}" for n in range(12_000)]
 
@@ -71,6 +73,7 @@ def publish(d: Deduplication, entries: int) -> list[PersistOutcome]:
 
 def test_scenario_37_dedup_cap_a_snapshot_holds_10000_of_12000_producers() -> None:
     d = dedup(12_000, 12_000, batch=20_000)  # 3-byte sequence ids (19,999)
+    initial = d.cursor.md
     (write,) = publish(d, 12_000)
     snapshot = d.cursor.mark_delete_properties()
     assert list(snapshot) == NAMES[:10_000]  # the first 10,000 to publish
@@ -78,7 +81,12 @@ def test_scenario_37_dedup_cap_a_snapshot_holds_10000_of_12000_producers() -> No
     assert d.cursor.mark_delete == d.ledger.last_position
     header = 2 + varint(d.cursor.md[0]) + varint(d.cursor.md[1])
     properties = sum(4 + varint(len(n)) + len(n) + varint(19_999) for n in NAMES[:10_000])
-    assert write.bytes_written == header + properties  # all 10,000 LongProperty entries
+    # The first snapshot also creates the cursor ledger (Pulsar creates it lazily): its
+    # creation entry holds the cursor's last mark-delete entry (the initial position, no
+    # properties), and the node is pointed at it.
+    creation = header_bytes(initial)  # entry -1: a ten-byte varint
+    pointer = managed_cursor_info_bytes(FIRST_CURSOR_LEDGER, initial, last_active_ms=EPOCH_MS)
+    assert write.bytes_written == creation + pointer + header + properties  # all 10,000
     assert 230_000 <= properties <= 260_000  # 23-26 B each for 14-17 character names
 
 

@@ -3,19 +3,24 @@
 The model keeps only what recovery can read back:
 
 * the cursor ledger's last entry (recovery reads the last entry only), its entry count and age
-  (rollover, §3.5), and whether it is writable (a recovered ledger is read-only; the first write
-  after a restart or a fallback creates a new ledger: a creation entry, then the write itself);
-* the metadata-store node: either a pointer to the cursor ledger plus the mark-delete of the last
-  ledger switch (used by a rollback, §6.1), or the whole state (``cursorsLedgerId = -1``) after
+  (rollover, §3.5), and whether it is writable. A cursor has no ledger until its first write
+  (Pulsar creates it lazily, PR #16389); a recovered ledger is read-only. The first write with no
+  writable ledger creates one: a creation entry, then the write itself. The creation entry and
+  the node hold the cursor's last mark-delete entry before this write (Pulsar's
+  ``lastMarkDeleteEntry``, with the current individual acks), not the write's own mark-delete,
+  so a ledger lost afterwards rolls back to what was acknowledged before (§6.1);
+* the metadata-store node: either a pointer to the cursor ledger plus that mark-delete (used by a
+  rollback, §6.1), or the whole state (``cursorsLedgerId = -1``) at the cursor's creation, after
   a BookKeeper failure (§3.6) or a close to the metadata store (§3.7). Recovery from the node
-  drops the batch bitsets, as Pulsar does.
+  drops the batch bitsets on the 4.x line, as Pulsar does.
 
 A write is durable when the storage says so: at once, or, when the workload gives storage writes a
 latency (``PluginContext.storage_write_ns``), that long after it was made and never before the
 cursor's earlier writes. A crash loses the acknowledgements the cadence had not written yet and
-the writes still in flight (spec §6.3, source 1): recovery reads what the last durable write left.
-The cursor's creation (the metadata-store node with its initial position) and a graceful close
-complete before the broker goes on, so neither is ever in flight at a crash.
+the writes still in flight (spec §6.3, source 1): recovery reads what the last durable write left
+(a ledger switch and the write after it count as one write). The cursor's creation (the
+metadata-store node with its initial position) and a graceful close complete before the broker
+goes on, so neither is ever in flight at a crash.
 """
 
 from __future__ import annotations
@@ -84,6 +89,10 @@ class MetadataNodes(Protocol):
 
     def pointer_bytes(self, snap: Snapshot, ledger_id: int) -> int:
         """Size of the node pointing at the new cursor ledger ``ledger_id`` (no ranges)."""
+
+    def creation_entry(self, snap: Snapshot) -> Encoded:
+        """A new ledger's first entry when ``snap`` is written with no writable ledger: the last
+        mark-delete entry before it, with ``snap``'s individual acks."""
 
 
 _OUTCOMES_KEPT: Final = 4096
@@ -225,8 +234,7 @@ class CursorStorage:
             if not self._fits(entry):
                 node = self._fall_back(entry.snap)
                 return _landed(node, node.bytes, True)
-            # A new ledger starts with a creation entry holding the last mark-delete entry.
-            spent += self._switch(entry)
+            spent += self._switch(self._nodes.creation_entry(entry.snap))
             to_store = True
         if not self._fits(entry):
             node = self._fall_back(entry.snap)
@@ -240,9 +248,10 @@ class CursorStorage:
             to_store = True
         return _landed(entry, spent, to_store)
 
-    def open(self, entry: Encoded) -> PersistOutcome:
-        """The cursor's first write: create its ledger with the initial state."""
-        return _landed(entry, self._switch(entry), True)
+    def open(self, snap: Snapshot) -> PersistOutcome:
+        """The cursor's creation: the node holds its initial state; no ledger yet."""
+        node = self._fall_back(snap, oversize=False)
+        return _landed(node, node.bytes, True)
 
     def close(
         self, snap: Snapshot, build: Callable[[], Encoded], to_ledger: bool
@@ -343,7 +352,7 @@ class CursorStorage:
         return entry.bytes
 
     def _switch(self, entry: Encoded) -> int:
-        """New ledger, full state as its first entry, node points at it, old ledger deleted."""
+        """New ledger with ``entry`` first, the node points at it, the old ledger is deleted."""
         self._ledger_id += 1
         self._mode = "open"
         self._entries = 0

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import replace
-from typing import Protocol
+from typing import Any, Final, Protocol
 
 from brokerlab.protocols import AckState, Clock, PersistOutcome, PluginContext, RecoveredAckState
 from brokerlab_plugins.ack_state.cadence import MarkDeleteRateLimiter
@@ -27,6 +27,8 @@ __all__ = [
     "store_keeps_batches",
     "write_latency",
 ]
+
+_NO_PROPERTIES: Final[Mapping[str, int]] = {}
 
 
 def store_keeps_batches(context: PluginContext) -> bool:
@@ -106,18 +108,25 @@ class WholeStatePersister:
         self._persisted: Mapping[int, LedgerState] = {}
         self._changed_bytes = 0
         self.recovery_path = ""
+        # The cursor's last mark-delete entry (position, properties): a new ledger starts with it.
+        self._last_entry: tuple[Any, Mapping[str, int]] = ((-1, -1), _NO_PROPERTIES)
 
     # ---- AckStatePersister --------------------------------------------------------------------
 
     def created(self, state: AckState) -> PersistOutcome | None:
         snap = Snapshot.of(state)
-        return self._outcome(snap, self.storage.open(self.encoder.entry(snap)))
+        self._last_entry = (snap.mark_delete, snap.properties)
+        return self._outcome(snap, self.storage.open(snap))
 
     def acked(self, state: AckState, changed_ledgers: Sequence[int]) -> PersistOutcome | None:
         now = self._clock.now_ns()
         if self._limiter.try_acquire(now):
             return self._persist(state, now)
         self._dirty = True  # the periodic flush writes it
+        # Pulsar still records a throttled mark-delete as the cursor's last one.
+        properties = state.mark_delete_properties()
+        live: Any = state  # the cursor's own position object, not a re-boxed copy
+        self._last_entry = (live.mark_delete, dict(properties) if properties else _NO_PROPERTIES)
         return None
 
     def flush(self, state: AckState) -> PersistOutcome | None:
@@ -141,6 +150,7 @@ class WholeStatePersister:
     def recover(self) -> RecoveredAckState:
         state, self.recovery_path = self.storage.recover()
         self._persisted = {}
+        self._last_entry = (state.mark_delete, state.mark_delete_properties)
         # Subscription properties live in the metadata store and come back on every path.
         return replace(state, subscription_properties=dict(self._cursor_properties))
 
@@ -165,6 +175,11 @@ class WholeStatePersister:
     def state_node(self, snap: Snapshot) -> Encoded:
         return self.encoder.metadata_store(snap, self._clock.now_ms())
 
+    def creation_entry(self, snap: Snapshot) -> Encoded:
+        mark_delete, properties = self._last_entry
+        last = Snapshot(mark_delete, snap.ranges, snap.batches, properties, snap.cursor_properties)
+        return self.encoder.entry(last)
+
     def pointer_bytes(self, snap: Snapshot, ledger_id: int) -> int:
         return managed_cursor_info_bytes(
             ledger_id,
@@ -178,7 +193,9 @@ class WholeStatePersister:
 
     def _persist(self, state: AckState, now_ns: int) -> PersistOutcome:
         snap = Snapshot.of(state)
-        return self._outcome(snap, self.storage.persist(self.encoder.entry(snap), now_ns))
+        outcome = self.storage.persist(self.encoder.entry(snap), now_ns)
+        self._last_entry = (snap.mark_delete, snap.properties)
+        return self._outcome(snap, outcome)
 
     def _outcome(self, snap: Snapshot, outcome: PersistOutcome) -> PersistOutcome:
         """Account one successful write: changed bytes since the previous one, dirtiness."""
