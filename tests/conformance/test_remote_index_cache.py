@@ -584,13 +584,6 @@ def test_a_corrupt_index_file_on_disk_is_fetched_again(corrupt: IndexType) -> No
     assert not h.dir.is_corrupt(name)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "defect: Entry.lookup_offset raises as soon as the entry is marked for cleanup; Kafka's "
-        "Entry.lookupOffset throws only once cleanup has started (spec section 3.1)"
-    ),
-)
 @reexpresses(UPSTREAM, "testFetchIndexAccessibleWhenMarkedForCleanup")
 def test_a_removed_entry_stays_readable_until_its_cleanup() -> None:
     """With a long delete delay: after a removal the three files are ``.deleted`` and the old
