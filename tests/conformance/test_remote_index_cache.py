@@ -205,6 +205,7 @@ class Harness:
         directory: CacheDirectory | None = None,
         storage: FakeStorage | None = None,
         loop: FakeLoop | None = None,
+        delay_ms: int = 20,
     ) -> None:
         own = profile_settings()
         self.loop = loop or FakeLoop()
@@ -219,7 +220,7 @@ class Harness:
             storage=self.storage,
             seed=7,
             directory=directory,
-            file_delete_delay_ms=20,
+            file_delete_delay_ms=delay_ms,
             maintenance_every_reads=own.maintenance_every_reads,
             on_removed=lambda u, c, w: self.removed.append((u, c, w)),
         )
@@ -591,8 +592,7 @@ def test_a_removed_entry_stays_readable_until_its_cleanup() -> None:
     second removal renames the new files over the old ``.deleted`` set (three files); both
     entries still answer. Once an entry's cleanup runs, the files are gone and that entry's
     lookups raise, while the other's still answer until its own cleanup."""
-    h = Harness()
-    h.cache._delete_delay_ns = 300_000 * MS  # upstream sets 300 s: no deletion during the test
+    h = Harness(delay_ms=300_000)  # as upstream: no scheduled deletion during the test
     segment = seg(0)
     first = h.cache.get_index_entry(segment)
     offset, position = first.lookup_offset(8)
@@ -607,7 +607,7 @@ def test_a_removed_entry_stays_readable_until_its_cleanup() -> None:
     h.cache.remove("m0")
     assert h.dir.names() == sorted(n + DELETED_SUFFIX for n in files_of(0))
     assert first.lookup_offset(offset) == second.lookup_offset(offset) == (offset, position)
-    h.cache._cleanup(first)
+    h.cache._cleanup(first)  # upstream calls the entry's cleanup() directly
     assert h.dir.names() == []
     with pytest.raises(EntryMarkedForCleanupError):
         first.lookup_offset(offset)
