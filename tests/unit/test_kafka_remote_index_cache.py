@@ -493,15 +493,19 @@ def test_index_files_are_named_by_the_plain_start_offset() -> None:
     assert again.storage.calls == []  # found on disk by its name: nothing fetched again
 
 
-def test_a_lookup_on_an_entry_marked_for_cleanup_raises() -> None:
-    """Kafka's ``RemoteIndexCache.Entry.lookupOffset`` throws once the entry is marked for
-    cleanup (its files renamed to ``.deleted``), before the delayed deletion runs."""
+def test_a_lookup_on_an_entry_raises_once_its_cleanup_has_started() -> None:
+    """Kafka's ``RemoteIndexCache.Entry.lookupOffset`` keeps answering while the entry is only
+    marked for cleanup (its files renamed to ``.deleted``) and throws once the delayed deletion
+    has started."""
     h = Harness()
     entry = h.get(0)
     assert entry.lookup_offset(0) == (0, 0)
     h.cache.remove("m0")
     assert entry.marked_for_cleanup and not entry.cleanup_started
-    with pytest.raises(EntryMarkedForCleanupError, match="marked for cleanup"):
+    assert entry.lookup_offset(0) == (0, 0)
+    h.loop.advance(20)
+    assert entry.cleanup_started
+    with pytest.raises(EntryMarkedForCleanupError, match="cleaned up"):
         entry.lookup_offset(0)
 
 

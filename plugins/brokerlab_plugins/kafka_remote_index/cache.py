@@ -82,7 +82,7 @@ class CacheClosedError(RuntimeError):
 
 
 class EntryMarkedForCleanupError(RuntimeError):
-    """Kafka's ``IllegalStateException`` from a lookup on an entry marked for cleanup."""
+    """Kafka's ``IllegalStateException`` from a lookup on an entry whose cleanup has started."""
 
 
 class RemoteResourceNotFound(Exception):
@@ -144,16 +144,18 @@ class Entry:
     def lookup_offset(self, target: int) -> tuple[int, int]:
         """Kafka's ``OffsetIndex.lookup``: the last indexed ``(offset, file position)`` at or
         before ``target``; ``(start_offset, 0)`` before the first entry or in an empty index.
-        An entry marked for cleanup (evicted: its files renamed to ``.deleted``) refuses, as
-        Kafka's ``Entry.lookupOffset`` throws ``IllegalStateException``.
+        An entry marked for cleanup (evicted: its files renamed to ``.deleted``) still answers;
+        once its cleanup has started (the files deleted) it refuses, as Kafka's
+        ``Entry.lookupOffset`` throws ``IllegalStateException`` (``RemoteIndexCacheTest
+        .testFetchIndexAccessibleWhenMarkedForCleanup``).
 
         The offset index is modelled, not stored: its ``size // 8`` entries sit every
         ``OFFSETS_PER_INDEX_ENTRY`` offsets from the segment's start, one per
         ``INDEX_INTERVAL_BYTES`` of log (Kafka's ``index.interval.bytes`` default).
         """
-        if self.marked_for_cleanup:
+        if self.cleanup_started:
             raise EntryMarkedForCleanupError(
-                f"the index entry of segment {self.uuid} is marked for cleanup"
+                f"the index entry of segment {self.uuid} is cleaned up: its files are deleted"
             )
         count = self.sizes[0] // OFFSET_INDEX_ENTRY_BYTES
         if count == 0 or target < self.start_offset:
