@@ -4,7 +4,6 @@ cursor-driven invalidation, and time-based expiry."""
 
 from __future__ import annotations
 
-import pytest
 from _conformance import UpstreamClass, ready_profile, reexpresses
 from _pip430_bench import bench
 
@@ -144,11 +143,6 @@ def test_adds_to_a_ledger_without_cursors_are_not_cached() -> None:
     assert b.cache.counters.cache_inserts == 0 and b.removed() == 0
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="#24 item 1: with cacheEvictionByExpectedReadCount=false the pip430 cache never "
-    "invalidates up to the slowest active cursor",
-)
 @reexpresses(UPSTREAM, "verifyHitsMisses")
 def test_without_expected_read_counts_entries_go_once_every_active_cursor_passed_them() -> None:
     """Expected read counts off (``cacheEvictionByExpectedReadCount=false``), read positions

@@ -896,3 +896,54 @@ def test_a_predicate_deciding_something_else_is_a_plugin_error() -> None:
     cache.put(T, (0, 0), 1, None)
     with pytest.raises(PluginError, match="predicate 'wrong' returned 'requeue' from decide"):
         time_pass(cache, loop)
+
+
+# ---- cursor-driven invalidation without expected read counts (#24 item 1) -----------------------
+
+
+def _without_read_counts() -> tuple[Pip430EntryCache, SortedListCursorContainer]:
+    cache, _, cursors = make_cache(cacheEvictionByExpectedReadCount=False)
+    cursors.add("a", (1, 0))
+    cursors.add("b", (1, 2))
+    cache.cursors_changed(T)
+    for ledger, entry in [(0, 5), (1, 0), (1, 1), (1, 2), (1, 3), (2, 0)]:
+        assert cache.insert(T, (ledger, entry), 1)
+    return cache, cursors
+
+
+def test_without_read_counts_the_slowest_cursor_moving_invalidates_before_it() -> None:
+    cache, cursors = _without_read_counts()
+    cursors.update("b", (1, 9))  # not the slowest: nothing goes
+    cache.cursors_changed(T)
+    assert len(cache.cached(T)) == 6
+    cursors.update("a", (1, 2))  # the slowest is now (1,2): (0,5), (1,0), (1,1) go
+    cache.cursors_changed(T)
+    assert sorted(cache.cached(T)) == [(1, 2), (1, 3), (2, 0)]
+    assert cache.size_bytes() == 3 and cache.counters.cache_evictions_invalidation == 3
+    # The wrappers stay queued and are dropped as MISSING by the next pass.
+    assert cache.queue.evict_size(1) == (1, 1)
+
+
+def test_without_read_counts_the_last_cursor_leaving_clears_the_ledger_cache() -> None:
+    cache, cursors = _without_read_counts()
+    cursors.remove("a")  # the slowest is now b's (1,2)
+    cache.cursors_changed(T)
+    assert sorted(cache.cached(T)) == [(1, 2), (1, 3), (2, 0)]
+    cursors.remove("b")
+    cache.cursors_changed(T)
+    assert cache.cached(T) == {} and cache.size_bytes() == 0
+    assert cache.counters.cache_evictions_clear == 3
+    assert cache.counters.cache_evictions_invalidation == 3
+
+
+def test_with_read_counts_cursor_moves_invalidate_nothing() -> None:
+    cache, _, cursors = make_cache(cacheEvictionByExpectedReadCount=True)
+    cursors.add("a", (1, 0))
+    cache.cursors_changed(T)
+    for entry in range(3):
+        assert cache.insert(T, (1, entry), 1)
+    cursors.update("a", (1, 3))
+    cache.cursors_changed(T)
+    cursors.remove("a")
+    cache.cursors_changed(T)
+    assert len(cache.cached(T)) == 3 and cache.counters.removals() == 0
