@@ -1,4 +1,4 @@
-"""The ``pip430`` entry cache against spec pip430-entry-cache.md §7 (scenarios 1-23, 32-37),
+"""The ``pip430`` entry cache against spec pip430-entry-cache.md §7 (scenarios 1-11, 19-23, 32-37),
 a reference model (hypothesis), and a byte-capacity FIFO (and libCacheSim's FIFO when installed).
 
 Scenarios 24-31 (legacy heap and legacy cache) are in ``test_legacy_cache.py``.
@@ -206,76 +206,8 @@ def test_scenario_11_eviction_frees_pages() -> None:
     assert cache.queue.evict_size(2**63 - 1) == (127, 127)
 
 
-# ---- RangeCacheRemovalQueueTest (scenarios 12-18) -----------------------------------------------
-
-
-def test_scenario_12_new_queue_is_empty() -> None:
-    cache, _, _ = make_cache()
-    assert len(cache.queue) == 0
-    cache.put(T, (0, 0), 1, None)
-    assert len(cache.queue) == 1
-
-
-def test_scenario_13_expected_reads_requeue_once() -> None:
-    cache, loop, _ = make_cache(max_requeue=1, extend=False)
-    cache.put(T, (0, 0), 10, 1)
-    assert time_pass(cache, loop) == (0, 0)
-    entry = cache.entry(T, (0, 0))
-    assert entry is not None and entry.requeue_count == 1 and len(cache.queue) == 1
-    assert time_pass(cache, loop) == (1, 10)
-    assert len(cache.queue) == 0
-
-
-def test_scenario_14_accessed_requeue() -> None:
-    cache, loop, _ = make_cache(max_requeue=0, extend=True)
-    cache.put(T, (0, 0), 10, None)
-    assert hits(cache, 0, 0) == [0]
-    assert time_pass(cache, loop) == (0, 0)
-    entry = cache.entry(T, (0, 0))
-    assert entry is not None and entry.requeue_count == 1 and not entry.accessed
-    assert time_pass(cache, loop) == (1, 10)
-
-
-def _three_entries(max_requeue: int) -> Pip430EntryCache:
-    cache, _, _ = make_cache(max_requeue=max_requeue, extend=True)
-    cache.put(T, (0, 1), 40, None)
-    cache.put(T, (0, 2), 50, 3)
-    cache.put(T, (0, 3), 30, None)
-    assert hits(cache, 1, 1) == [1]  # e1 accessed
-    return cache
-
-
-def test_scenario_15_size_eviction_takes_all() -> None:
-    cache = _three_entries(1)
-    assert cache.queue.evict_size(120) == (3, 120)
-    assert cache.cached(T) == {}
-
-
-def test_scenario_16_size_eviction_spares_protected() -> None:
-    cache = _three_entries(1)
-    assert cache.queue.evict_size(20) == (1, 30)
-    assert set(cache.cached(T)) == {(0, 1), (0, 2)}
-
-
-def test_scenario_17_protected_evicted_last() -> None:
-    cache = _three_entries(5)
-    assert cache.queue.evict_size(35) == (2, 70)
-    assert set(cache.cached(T)) == {(0, 2)}
-    assert cache.counters.cache_requeues_accessed == 1
-    assert cache.counters.cache_requeues_expected_reads == 1
-
-
-def test_scenario_18_non_evictable_size() -> None:
-    cache, _, _ = make_cache()
-    cache.put(T, (0, 0), 100, 2)
-    cache.put(T, (0, 1), 50, 1)
-    assert cache.non_evictable(pulsar_definition=True) == (2, 150)
-    cache.released(T, (0, 1))
-    assert cache.non_evictable(pulsar_definition=True) == (1, 100)
-    cache.put(T, (0, 2), 7, None)
-    # Pulsar's metric counts entries without a count; brokerlab's does not (spec §0.4).
-    assert cache.non_evictable(pulsar_definition=True) == (2, 107)
-    assert cache.stats()["cache_non_evictable_bytes"] == 100
+# Scenarios 12-18 (RangeCacheRemovalQueueTest) are in
+# tests/conformance/test_range_cache_removal_queue.py.
 
 
 # ---- ActiveManagedCursorContainerTest (19-23), seen through storage-read expected counts --------
