@@ -77,6 +77,12 @@ class ReadBench:
                 accepted.append(cache.put(self.topic, position, self.size))
         return accepted
 
+    def cached(self) -> list[int]:
+        """The entry ids of the topic's first ledger that the cache holds."""
+        cache = self.broker.cache
+        assert isinstance(cache, Pip430EntryCache | LegacyEntryCache)
+        return sorted(e for (ledger, e) in cache.cached(self.topic) if ledger == self.ledger_id)
+
     def run(self) -> Counters:
         """Let the broker read and dispatch the backlog (one second of virtual time)."""
         self.loop.run_until(1000 * MS)
