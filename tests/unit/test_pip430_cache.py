@@ -1,4 +1,4 @@
-"""The ``pip430`` entry cache against spec pip430-entry-cache.md §7 (scenarios 1-23, 32-37),
+"""The ``pip430`` entry cache against spec pip430-entry-cache.md §7 (scenarios 10-11, 19-23, 32-37),
 a reference model (hypothesis), and a byte-capacity FIFO (and libCacheSim's FIFO when installed).
 
 Scenarios 24-31 (legacy heap and legacy cache) are in ``test_legacy_cache.py``.
@@ -77,12 +77,6 @@ def make_cache(
     return cache, loop, cursors
 
 
-def put_strings(cache: Pip430EntryCache, items: dict[int, str], ledger: int = 0) -> None:
-    """RangeCacheTest style: key i holds a string whose length is the entry size."""
-    for key, value in items.items():
-        assert cache.put(T, (ledger, key), len(value), None)
-
-
 def time_pass(cache: Pip430EntryCache, loop: EventLoop) -> tuple[int, int]:
     """One nanosecond later, a time pass that finds everything queued so far expired."""
     loop.run_until(loop.now_ns() + 1)
@@ -97,96 +91,8 @@ def hits(cache: Pip430EntryCache, first: int, last: int, ledger: int = 0) -> lis
 # ---- RangeCacheTest (scenarios 1-11) ------------------------------------------------------------
 
 
-def test_scenario_01_simple() -> None:
-    cache, _, _ = make_cache(max_requeue=5, extend=False)
-    put_strings(cache, {0: "0", 1: "1"})
-    assert (cache.size_bytes(), len(cache.cached(T))) == (2, 2)
-    assert hits(cache, 0, 0) == [0]
-    assert hits(cache, 2, 2) == []
-    put_strings(cache, {2: "2", 8: "8", 11: "11"})
-    assert (cache.size_bytes(), len(cache.cached(T))) == (6, 5)
-    cache.remove_range(T, (0, 1), (0, 5), last_inclusive=True)
-    assert (cache.size_bytes(), len(cache.cached(T))) == (4, 3)
-    assert cache.remove_range(T, (0, 2), (0, 8), last_inclusive=False) == (0, 0)
-    cache.remove_range(T, (0, 0), (0, 100), last_inclusive=False)
-    assert cache.size_bytes() == 0
-    assert cache.remove_range(T, (0, 0), (0, 100), last_inclusive=False) == (0, 0)
-
-
-def test_scenario_02_time_eviction() -> None:
-    cache, loop, _ = make_cache(extend=False)
-    put_strings(cache, {1: "1", 2: "22", 3: "333"})
-    loop.run_until(1)
-    threshold = loop.now_ns()
-    put_strings(cache, {4: "4444"})
-    assert cache.queue.evict_before(threshold) == (3, 6)
-    assert cache.cached(T) == {(0, 4): 4}
-    # Reader copies are not modelled (spec §0.5): a removed entry is simply a miss afterwards.
-    assert hits(cache, 1, 4) == [4]
-
-
-def test_scenario_03_double_insert() -> None:
-    cache, _, _ = make_cache()
-    put_strings(cache, {0: "zero", 1: "one"})
-    assert cache.size_bytes() == 7
-    assert not cache.put(T, (0, 1), len("uno"), 3)
-    assert cache.size_bytes() == 7
-    entry = cache.entry(T, (0, 1))
-    assert entry is not None and entry.size == 3 and entry.expected_reads is None
-
-
-def test_scenario_04_same_object_put_twice() -> None:
-    cache, _, _ = make_cache()
-    assert cache.put(T, (0, 0), 5, None)
-    assert not cache.put(T, (0, 0), 5, None)
-    assert cache.counters.cache_inserts == 1 and len(cache.queue) == 1
-
-
-def test_scenario_05_get_range() -> None:
-    cache, _, _ = make_cache()
-    put_strings(cache, {0: "0", 1: "1", 3: "3", 5: "5"})
-    assert hits(cache, 1, 8) == [1, 3, 5]
-    put_strings(cache, {8: "8"})
-    assert hits(cache, 1, 8) == [1, 3, 5, 8]
-    cache.close_ledger(T)
-    assert cache.size_bytes() == 0
-
-
-def test_scenario_06_eviction() -> None:
-    cache, _, _ = make_cache(extend=False)
-    put_strings(cache, {0: "zero", 1: "one", 2: "two", 3: "three"})
-    assert cache.queue.evict_size(5) == (2, 7)
-    assert set(cache.cached(T)) == {(0, 2), (0, 3)} and cache.size_bytes() == 8
-    assert cache.queue.evict_size(100) == (2, 8)
-    assert cache.cached(T) == {}
-    for bad in (0, -1):
-        with pytest.raises(ValueError):
-            cache.queue.evict_size(bad)
-
-
-def test_scenario_07_evictions() -> None:
-    cache, _, _ = make_cache(extend=False)
-    put_strings(cache, {i: str(i) for i in range(100)})
-    assert cache.size_bytes() == 190
-    assert cache.queue.evict_size(1) == (1, 1)
-    assert cache.queue.evict_size(10) == (10, 11)
-    assert cache.queue.evict_size(178) == (89, 178)
-    assert cache.size_bytes() == 0
-    put_strings(cache, {i: str(i) for i in range(100)})
-    assert cache.remove_range(T, (0, 10), (0, 20), last_inclusive=False) == (10, 20)
-
-
-# Scenario 08 (a cached value mutated behind the cache's back) has no counterpart: reference
-# counts are not modelled (spec §0.5); the stale-wrapper case it guards is covered by MISSING in
-# scenarios 1 and 10 and by the stateful test.
-
-
-def test_scenario_09_equal_key_instances() -> None:
-    cache, _, _ = make_cache()
-    cache.put(T, (0, 7), 3, None)
-    other = tuple([0, 7])  # an equal but distinct position object
-    assert cache.entry(T, other) is not None  # type: ignore[arg-type]
-    assert hits(cache, 7, 7) == [7]
+# Scenarios 1-9 (RangeCacheTest) are in tests/conformance/test_range_cache.py; 10 and 11 below
+# exercise the newest upstream RangeCache (pages of 64 entries), which that file does not have.
 
 
 def test_scenario_10_ranges_across_ledgers() -> None:
@@ -206,76 +112,8 @@ def test_scenario_11_eviction_frees_pages() -> None:
     assert cache.queue.evict_size(2**63 - 1) == (127, 127)
 
 
-# ---- RangeCacheRemovalQueueTest (scenarios 12-18) -----------------------------------------------
-
-
-def test_scenario_12_new_queue_is_empty() -> None:
-    cache, _, _ = make_cache()
-    assert len(cache.queue) == 0
-    cache.put(T, (0, 0), 1, None)
-    assert len(cache.queue) == 1
-
-
-def test_scenario_13_expected_reads_requeue_once() -> None:
-    cache, loop, _ = make_cache(max_requeue=1, extend=False)
-    cache.put(T, (0, 0), 10, 1)
-    assert time_pass(cache, loop) == (0, 0)
-    entry = cache.entry(T, (0, 0))
-    assert entry is not None and entry.requeue_count == 1 and len(cache.queue) == 1
-    assert time_pass(cache, loop) == (1, 10)
-    assert len(cache.queue) == 0
-
-
-def test_scenario_14_accessed_requeue() -> None:
-    cache, loop, _ = make_cache(max_requeue=0, extend=True)
-    cache.put(T, (0, 0), 10, None)
-    assert hits(cache, 0, 0) == [0]
-    assert time_pass(cache, loop) == (0, 0)
-    entry = cache.entry(T, (0, 0))
-    assert entry is not None and entry.requeue_count == 1 and not entry.accessed
-    assert time_pass(cache, loop) == (1, 10)
-
-
-def _three_entries(max_requeue: int) -> Pip430EntryCache:
-    cache, _, _ = make_cache(max_requeue=max_requeue, extend=True)
-    cache.put(T, (0, 1), 40, None)
-    cache.put(T, (0, 2), 50, 3)
-    cache.put(T, (0, 3), 30, None)
-    assert hits(cache, 1, 1) == [1]  # e1 accessed
-    return cache
-
-
-def test_scenario_15_size_eviction_takes_all() -> None:
-    cache = _three_entries(1)
-    assert cache.queue.evict_size(120) == (3, 120)
-    assert cache.cached(T) == {}
-
-
-def test_scenario_16_size_eviction_spares_protected() -> None:
-    cache = _three_entries(1)
-    assert cache.queue.evict_size(20) == (1, 30)
-    assert set(cache.cached(T)) == {(0, 1), (0, 2)}
-
-
-def test_scenario_17_protected_evicted_last() -> None:
-    cache = _three_entries(5)
-    assert cache.queue.evict_size(35) == (2, 70)
-    assert set(cache.cached(T)) == {(0, 2)}
-    assert cache.counters.cache_requeues_accessed == 1
-    assert cache.counters.cache_requeues_expected_reads == 1
-
-
-def test_scenario_18_non_evictable_size() -> None:
-    cache, _, _ = make_cache()
-    cache.put(T, (0, 0), 100, 2)
-    cache.put(T, (0, 1), 50, 1)
-    assert cache.non_evictable(pulsar_definition=True) == (2, 150)
-    cache.released(T, (0, 1))
-    assert cache.non_evictable(pulsar_definition=True) == (1, 100)
-    cache.put(T, (0, 2), 7, None)
-    # Pulsar's metric counts entries without a count; brokerlab's does not (spec §0.4).
-    assert cache.non_evictable(pulsar_definition=True) == (2, 107)
-    assert cache.stats()["cache_non_evictable_bytes"] == 100
+# Scenarios 12-18 (RangeCacheRemovalQueueTest) are in
+# tests/conformance/test_range_cache_removal_queue.py.
 
 
 # ---- ActiveManagedCursorContainerTest (19-23), seen through storage-read expected counts --------
@@ -896,3 +734,54 @@ def test_a_predicate_deciding_something_else_is_a_plugin_error() -> None:
     cache.put(T, (0, 0), 1, None)
     with pytest.raises(PluginError, match="predicate 'wrong' returned 'requeue' from decide"):
         time_pass(cache, loop)
+
+
+# ---- cursor-driven invalidation without expected read counts (#24 item 1) -----------------------
+
+
+def _without_read_counts() -> tuple[Pip430EntryCache, SortedListCursorContainer]:
+    cache, _, cursors = make_cache(cacheEvictionByExpectedReadCount=False)
+    cursors.add("a", (1, 0))
+    cursors.add("b", (1, 2))
+    cache.cursors_changed(T)
+    for ledger, entry in [(0, 5), (1, 0), (1, 1), (1, 2), (1, 3), (2, 0)]:
+        assert cache.insert(T, (ledger, entry), 1)
+    return cache, cursors
+
+
+def test_without_read_counts_the_slowest_cursor_moving_invalidates_before_it() -> None:
+    cache, cursors = _without_read_counts()
+    cursors.update("b", (1, 9))  # not the slowest: nothing goes
+    cache.cursors_changed(T)
+    assert len(cache.cached(T)) == 6
+    cursors.update("a", (1, 2))  # the slowest is now (1,2): (0,5), (1,0), (1,1) go
+    cache.cursors_changed(T)
+    assert sorted(cache.cached(T)) == [(1, 2), (1, 3), (2, 0)]
+    assert cache.size_bytes() == 3 and cache.counters.cache_evictions_invalidation == 3
+    # The wrappers stay queued and are dropped as MISSING by the next pass.
+    assert cache.queue.evict_size(1) == (1, 1)
+
+
+def test_without_read_counts_the_last_cursor_leaving_clears_the_ledger_cache() -> None:
+    cache, cursors = _without_read_counts()
+    cursors.remove("a")  # the slowest is now b's (1,2)
+    cache.cursors_changed(T)
+    assert sorted(cache.cached(T)) == [(1, 2), (1, 3), (2, 0)]
+    cursors.remove("b")
+    cache.cursors_changed(T)
+    assert cache.cached(T) == {} and cache.size_bytes() == 0
+    assert cache.counters.cache_evictions_clear == 3
+    assert cache.counters.cache_evictions_invalidation == 3
+
+
+def test_with_read_counts_cursor_moves_invalidate_nothing() -> None:
+    cache, _, cursors = make_cache(cacheEvictionByExpectedReadCount=True)
+    cursors.add("a", (1, 0))
+    cache.cursors_changed(T)
+    for entry in range(3):
+        assert cache.insert(T, (1, entry), 1)
+    cursors.update("a", (1, 3))
+    cache.cursors_changed(T)
+    cursors.remove("a")
+    cache.cursors_changed(T)
+    assert len(cache.cached(T)) == 3 and cache.counters.removals() == 0

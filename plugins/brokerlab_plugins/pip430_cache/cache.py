@@ -40,6 +40,7 @@ class _Ledgers:
         "last_ledger",
         "ledgers",
         "ranked",
+        "slowest",
         "sorted",
         "window_start_ns",
     )
@@ -57,6 +58,8 @@ class _Ledgers:
         # The continue-caching window starts when the ledger is loaded (spec §3.5).
         self.window_start_ns = now_ns
         self.had_cursors = len(cursors) > 0
+        # The slowest active position last seen (invalidation without expected read counts).
+        self.slowest = cursors.slowest_position()
 
     def ledger(self, ledger_id: int) -> LedgerEntries | None:
         """The entry map of ``ledger_id``, if it has one."""
@@ -83,7 +86,9 @@ class Pip430EntryCache:
 
     Satisfies :class:`~brokerlab.protocols.EntryCache`. With ``cacheEvictionByExpectedReadCount``
     off it falls back as the spec says: no expected counts on adds, no continue-caching window,
-    and storage reads cached (count 1) only for readers that cache reads by the legacy rules.
+    storage reads cached (count 1) only for readers that cache reads by the legacy rules, and
+    entries invalidated up to the slowest active cursor when it moves (see
+    :meth:`cursors_changed`).
     """
 
     def __init__(self, context: PluginContext, *, limits: CacheLimits | None = None) -> None:
@@ -139,15 +144,55 @@ class Pip430EntryCache:
             self.counters.cache_evictions_ledger_deleted += self._drop(list(ledger.values()))
 
     def cursors_changed(self, topic: str) -> None:
-        # PIP-430 does not invalidate on cursor moves (spec §3.6); it only notes when the last
-        # active cursor left, which starts the continue-caching window.
+        """The active cursors changed: note when the last one left (the continue-caching window,
+        spec §3.5), and without expected read counts invalidate up to the slowest one.
+
+        With ``cacheEvictionByExpectedReadCount`` on, PIP-430 does not invalidate on cursor moves
+        (spec §3.6). With it off, the manager does what it did before PIP-430 (PIP-430 text: the
+        cursor-based eviction "functions as before"; upstream ``EntryCacheManagerTest
+        .verifyHitsMisses`` on the PIP-430 line): when the slowest active position changes,
+        entries before it are invalidated at once, and when no cursor is active the ledger's cache
+        is cleared. The container orders cursors by read position, or by mark-delete position
+        with ``cacheEvictionByMarkDeletedPosition``.
+        """
         state = self._state(topic)
         if state is None:
             return
-        has = len(state.cursors) > 0
+        cursors = state.cursors
+        has = len(cursors) > 0
         if state.had_cursors and not has:
             state.window_start_ns = self._clock.now_ns()
         state.had_cursors = has
+        if not self._by_read_count:
+            self._invalidate_up_to_slowest(state)
+
+    def _invalidate_up_to_slowest(self, state: _Ledgers) -> None:
+        """``invalidateEntriesUpToSlowestReaderPosition`` when the slowest position moved."""
+        slowest = state.cursors.slowest_position()
+        has = len(state.cursors) > 0
+        if slowest == state.slowest and has:
+            return
+        state.slowest = slowest
+        if not state.ledgers:
+            return
+        if not has:
+            entries = list(state.entries())
+            state.ledgers.clear()
+            state.last_id = -1
+            self.counters.cache_evictions_clear += self._drop(entries)
+        elif slowest is not None:  # ``invalidateEntries(slowest)``: strictly before it
+            slowest_ledger, slowest_entry = slowest
+            doomed: list[CachedEntry] = []
+            for ledger_id, ledger in state.ledgers.items():
+                if ledger_id > slowest_ledger:
+                    continue
+                for entry in ledger.values():  # in entry-id order
+                    if ledger_id == slowest_ledger and entry.position[1] >= slowest_entry:
+                        break
+                    doomed.append(entry)
+            for entry in doomed:
+                entry.owner.remove(entry.position[1])
+            self.counters.cache_evictions_invalidation += self._drop(doomed)
 
     # ---- adds and reads -------------------------------------------------------------------------
 
