@@ -17,7 +17,7 @@ from pydantic import Field, field_validator
 from pydantic.fields import FieldInfo
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from brokerlab.records import JavaLong
+from brokerlab.records import JAVA_INT, JavaLong
 
 __all__ = ["SECTIONS", "BrokerSettings", "field_for_key"]
 
@@ -35,6 +35,8 @@ Source = Literal["pulsar", "pip-299", "pip-81", "pip-448", "sim"]
 CompressionType = Literal["NONE", "LZ4", "ZLIB", "ZSTD", "SNAPPY"]
 
 _MB = 1024 * 1024
+# The lower bound of a key Pulsar does not bound: its Java type's (the loader checks that type).
+_ANY_INT = JAVA_INT.low
 _CACHE = "pip430-entry-cache.md"
 _DELAYED = "delayed-delivery.md"
 _ACK = "ack-state.md"
@@ -352,10 +354,10 @@ class BrokerSettings(BaseSettings):
     managed_ledger_max_unacked_ranges_to_persist_in_zoo_keeper: int = Field(
         default=-1,
         alias="managedLedgerMaxUnackedRangesToPersistInZooKeeper",
-        ge=-1,
+        ge=_ANY_INT,
         description="Deprecated older name of "
-        "managedLedgerMaxUnackedRangesToPersistInMetadataStore; -1 means unset, and a value of 0 "
-        "or more is used in its place.",
+        "managedLedgerMaxUnackedRangesToPersistInMetadataStore: a value above 0 is used in its "
+        "place; 0 or less (-1 by default) leaves it unset, as in Pulsar.",
         json_schema_extra=_ack("§9"),
     )
     managed_ledger_max_batch_deleted_index_to_persist: int = Field(
@@ -604,9 +606,9 @@ class BrokerSettings(BaseSettings):
     @property
     def unacked_ranges_to_persist_in_metadata_store(self) -> int:
         """Effective close-time metadata-store threshold (the deprecated ZooKeeper key wins when
-        set)."""
+        above 0)."""
         legacy = self.managed_ledger_max_unacked_ranges_to_persist_in_zoo_keeper
-        if legacy >= 0:
+        if legacy > 0:  # Pulsar's getter: 0 leaves the metadata-store key in effect too
             return legacy
         return self.managed_ledger_max_unacked_ranges_to_persist_in_metadata_store
 
