@@ -319,7 +319,9 @@ def test_scenario_19_close_to_ledger() -> None:
     assert len(p.recover().acked_ranges) == 1500 and p.recovery_path == "ledger"
 
 
-@pytest.mark.parametrize(("threshold", "to_store"), [(-1, False), (0, True)])
+@pytest.mark.parametrize(
+    ("threshold", "to_store"), [(-1, False), (-2, False), (-(2**31), False), (0, True)]
+)
 def test_a_metadata_store_threshold_of_minus_one_sends_every_close_to_the_ledger(
     threshold: int, to_store: bool
 ) -> None:
@@ -327,7 +329,9 @@ def test_a_metadata_store_threshold_of_minus_one_sends_every_close_to_the_ledger
     ``ManagedCursorImpl`` closes to the ledger when the range count is above it, so even a state
     with no range goes to the ledger (apache/pulsar ``ManagedCursorTest`` sets
     ``setMaxUnackedRangesToPersistInMetadataStore(-1)`` to force that path); at 0 an empty state
-    goes to the metadata store."""
+    goes to the metadata store. The key is a plain ``int`` with no minimum (apache/pulsar
+    ``ServiceConfiguration.java`` at 06ea0be755459d9186e0f54b098e7ecc9ed7f8d6,
+    ``managedLedgerMaxUnackedRangesToPersistInMetadataStore``), so -2 and below behave as -1."""
     state = FakeState((1, 4))
     p = persister(managed_ledger_max_unacked_ranges_to_persist_in_metadata_store=threshold)
     p.created(state)
@@ -337,10 +341,11 @@ def test_a_metadata_store_threshold_of_minus_one_sends_every_close_to_the_ledger
     assert p.recover().mark_delete == (1, 4)
 
 
-def test_the_metadata_store_threshold_refuses_values_below_minus_one() -> None:
-    load_profile(None, ["managedLedgerMaxUnackedRangesToPersistInMetadataStore=-1"])
-    with pytest.raises(ProfileError, match="managedLedgerMaxUnackedRangesToPersistInMetadataStore"):
-        load_profile(None, ["managedLedgerMaxUnackedRangesToPersistInMetadataStore=-2"])
+def test_the_metadata_store_threshold_takes_any_java_int() -> None:
+    key = "managedLedgerMaxUnackedRangesToPersistInMetadataStore"
+    assert load_profile(None, [f"{key}=-2"]).get(key) == -2
+    with pytest.raises(ProfileError, match=key):
+        load_profile(None, [f"{key}=-2147483649"])
 
 
 def test_scenario_20_close_with_max_zero() -> None:

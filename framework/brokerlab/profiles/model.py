@@ -345,10 +345,10 @@ class BrokerSettings(BaseSettings):
     managed_ledger_max_unacked_ranges_to_persist_in_metadata_store: int = Field(
         default=1000,
         alias="managedLedgerMaxUnackedRangesToPersistInMetadataStore",
-        ge=-1,
+        ge=_ANY_INT,
         description="On cursor close, state with more ranges than this goes to the cursor ledger, "
-        "otherwise to the metadata store; -1 sends every close of a writable cursor ledger to "
-        "the ledger. Pulsar 5.0 raises it to 200000.",
+        "otherwise to the metadata store; any value below 0 (Pulsar's tests use -1) sends every "
+        "close of a writable cursor ledger to the ledger. Pulsar 5.0 raises it to 200000.",
         json_schema_extra=_ack("§3.7, §9"),
     )
     managed_ledger_max_unacked_ranges_to_persist_in_zoo_keeper: int = Field(
