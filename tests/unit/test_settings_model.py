@@ -381,3 +381,12 @@ def test_a_zookeeper_threshold_of_zero_or_less_leaves_the_metadata_store_key(zk:
     zk_key = "managedLedgerMaxUnackedRangesToPersistInZooKeeper"
     settings = BrokerSettings.model_validate({store: 50, zk_key: zk})
     assert settings.unacked_ranges_to_persist_in_metadata_store == 50
+
+
+def test_max_message_size_stops_where_pulsar_stops() -> None:
+    """apache/pulsar ``ServiceConfiguration.java`` at 0023b9371b309b64aca6f47f03cd05aba78bb280
+    declares ``maxMessageSize`` with ``@FieldContext(maxValue = Integer.MAX_VALUE -
+    Commands.MESSAGE_SIZE_FRAME_PADDING)`` (the padding is 10 * 1024), which
+    ``PulsarConfigurationLoader.isComplete`` enforces at start-up."""
+    assert _valid("maxMessageSize", 2**31 - 1 - 10 * 1024)
+    assert not _valid("maxMessageSize", 2**31 - 10 * 1024)

@@ -37,6 +37,8 @@ CompressionType = Literal["NONE", "LZ4", "ZLIB", "ZSTD", "SNAPPY"]
 _MB = 1024 * 1024
 # The lower bound of a key Pulsar does not bound: its Java type's (the loader checks that type).
 _ANY_INT = JAVA_INT.low
+# Pulsar's maxMessageSize bound: a frame (message plus 10 KiB of padding) must fit a Java int.
+_MAX_MESSAGE_SIZE = JAVA_INT.high - 10 * 1024
 _CACHE = "pip430-entry-cache.md"
 _DELAYED = "delayed-delivery.md"
 _ACK = "ack-state.md"
@@ -162,8 +164,11 @@ class BrokerSettings(BaseSettings):
         default=5_242_880,
         alias="maxMessageSize",
         ge=1,
+        le=_MAX_MESSAGE_SIZE,
         description="Largest message accepted, in bytes. A BookKeeper entry (such as a cursor's "
-        "ack-state entry) may be at most this plus 10 KiB of frame padding.",
+        "ack-state entry) may be at most this plus 10 KiB of frame padding. The upper bound is "
+        "Pulsar's; Pulsar sets no minimum, but below 1 byte every message would be refused, "
+        "which brokerlab does not model.",
         json_schema_extra=_ml(f"{_ACK} §2.5, §9"),
     )
 
