@@ -17,6 +17,7 @@ import pytest
 from pydantic import TypeAdapter, ValidationError
 from pydantic.fields import FieldInfo
 
+from brokerlab.broker.broker import BrokerTuning
 from brokerlab.profiles.model import SECTIONS, BrokerSettings, field_for_key
 
 SHARED = Path(__file__).resolve().parents[2].parent / "shared"
@@ -390,3 +391,17 @@ def test_max_message_size_stops_where_pulsar_stops() -> None:
     ``PulsarConfigurationLoader.isComplete`` enforces at start-up."""
     assert _valid("maxMessageSize", 2**31 - 1 - 10 * 1024)
     assert not _valid("maxMessageSize", 2**31 - 10 * 1024)
+
+
+@pytest.mark.parametrize(
+    ("ms", "effective"), [(10, 10), (1_000_000, 1_000_000), (2**40, 1_000_000)]
+)
+def test_the_cache_eviction_interval_is_capped_as_pulsar_caps_it(ms: int, effective: int) -> None:
+    """apache/pulsar ``ServiceConfiguration.java`` at 0023b9371b309b64aca6f47f03cd05aba78bb280:
+    ``getManagedLedgerCacheEvictionIntervalMs()`` returns at most
+    ``MAX_ML_CACHE_EVICTION_INTERVAL_MS`` (1000000) when the deprecated frequency is unset, and
+    ``ManagedLedgerClientFactory`` hands the factory that getter's value."""
+    settings = BrokerSettings.model_validate({"managedLedgerCacheEvictionIntervalMs": ms})
+    assert settings.cache_eviction_interval_ms == effective
+    tuning = BrokerTuning.from_settings(settings)
+    assert tuning.cache_eviction_interval_ns == effective * 1_000_000

@@ -39,6 +39,8 @@ _MB = 1024 * 1024
 _ANY_INT = JAVA_INT.low
 # Pulsar's maxMessageSize bound: a frame (message plus 10 KiB of padding) must fit a Java int.
 _MAX_MESSAGE_SIZE = JAVA_INT.high - 10 * 1024
+# Pulsar's getter caps managedLedgerCacheEvictionIntervalMs at MAX_ML_CACHE_EVICTION_INTERVAL_MS.
+_MAX_CACHE_EVICTION_INTERVAL_MS = 1_000_000
 _CACHE = "pip430-entry-cache.md"
 _DELAYED = "delayed-delivery.md"
 _ACK = "ack-state.md"
@@ -251,7 +253,8 @@ class BrokerSettings(BaseSettings):
         alias="managedLedgerCacheEvictionIntervalMs",
         ge=1,
         description="Delay between two runs of the periodic cache-eviction task, in milliseconds "
-        "(fixed delay).",
+        "(fixed delay); as in Pulsar, values above 1000000 act as 1000000. Pulsar fails to start "
+        "below 1 (the task cannot be scheduled).",
         json_schema_extra=_cache("§0.5, §6"),
     )
     managed_ledger_cache_eviction_time_threshold_millis: JavaLong = Field(
@@ -592,6 +595,12 @@ class BrokerSettings(BaseSettings):
         if mb is None:
             mb = max(64, self.sim_max_direct_memory_mb // 5)
         return mb * _MB
+
+    @property
+    def cache_eviction_interval_ms(self) -> int:
+        """Effective period of the cache-eviction task (``managedLedgerCacheEvictionIntervalMs``,
+        capped as Pulsar's getter caps it)."""
+        return min(self.managed_ledger_cache_eviction_interval_ms, _MAX_CACHE_EVICTION_INTERVAL_MS)
 
     @property
     def continue_caching_window_ms(self) -> int:
