@@ -367,17 +367,13 @@ def test_deprecated_zookeeper_threshold() -> None:
     assert both.unacked_ranges_to_persist_in_metadata_store == 7
 
 
-ZK_GETTER = (
-    "apache/pulsar pulsar-broker-common/src/main/java/org/apache/pulsar/broker/"
-    "ServiceConfiguration.java at 0023b9371b309b64aca6f47f03cd05aba78bb280"
-)
-
-
 @pytest.mark.parametrize("zk", [0, -1, -7, -(2**31)])
 def test_a_zookeeper_threshold_of_zero_or_less_leaves_the_metadata_store_key(zk: int) -> None:
     """``managedLedgerMaxUnackedRangesToPersistInZooKeeper`` is an ``int`` with no minimum, and
     ``getManagedLedgerMaxUnackedRangesToPersistInMetadataStore()`` takes it only when it is above
-    0 (ZK_GETTER): 0 and every negative value leave the metadata-store key in effect."""
+    0 (apache/pulsar ``pulsar-broker-common/.../ServiceConfiguration.java`` at
+    0023b9371b309b64aca6f47f03cd05aba78bb280): 0 and every negative value leave the
+    metadata-store key in effect."""
     store = "managedLedgerMaxUnackedRangesToPersistInMetadataStore"
     zk_key = "managedLedgerMaxUnackedRangesToPersistInZooKeeper"
     settings = BrokerSettings.model_validate({store: 50, zk_key: zk})

@@ -17,7 +17,7 @@ from pydantic import Field, field_validator
 from pydantic.fields import FieldInfo
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from brokerlab.records import JAVA_INT, JavaLong
+from brokerlab.records import JAVA_INT, JAVA_LONG, JavaLong
 
 __all__ = ["SECTIONS", "BrokerSettings", "field_for_key"]
 
@@ -37,6 +37,7 @@ CompressionType = Literal["NONE", "LZ4", "ZLIB", "ZSTD", "SNAPPY"]
 _MB = 1024 * 1024
 # The lower bound of a key Pulsar does not bound: its Java type's (the loader checks that type).
 _ANY_INT = JAVA_INT.low
+_ANY_LONG = JAVA_LONG.low
 # Pulsar's maxMessageSize bound: a frame (message plus 10 KiB of padding) must fit a Java int.
 _MAX_MESSAGE_SIZE = JAVA_INT.high - 10 * 1024
 # Pulsar's getter caps managedLedgerCacheEvictionIntervalMs at MAX_ML_CACHE_EVICTION_INTERVAL_MS.
@@ -139,19 +140,21 @@ class BrokerSettings(BaseSettings):
     managed_ledger_max_reads_in_flight_size_in_mb: JavaLong = Field(
         default=0,
         alias="managedLedgerMaxReadsInFlightSizeInMB",
-        ge=0,
+        ge=_ANY_LONG,
+        le=JAVA_LONG.high // _MB,
         description="Broker-wide limit on the estimated bytes of entries read (from storage or the "
-        "cache) and not yet handed to consumers, in MiB; 0 disables it. A read waits in line "
-        "until its estimate fits. A limit below dispatcherMaxReadSizeBytes / 1 MiB + 1 is raised "
-        "to that, as Pulsar's broker does.",
+        "cache) and not yet handed to consumers, in MiB; 0 or less disables it, as in Pulsar. A "
+        "read waits in line until its estimate fits. A limit below dispatcherMaxReadSizeBytes / "
+        "1 MiB + 1 is raised to that, as Pulsar's broker does. Above the upper bound Pulsar's "
+        "conversion to bytes overflows a Java long, which brokerlab does not reproduce.",
         json_schema_extra=_ml("issue #23 (storage reads)"),
     )
     managed_ledger_max_reads_in_flight_permits_acquire_timeout_millis: JavaLong = Field(
         default=60_000,
         alias="managedLedgerMaxReadsInFlightPermitsAcquireTimeoutMillis",
-        ge=0,
+        ge=_ANY_LONG,
         description="How long a read may wait in line for the in-flight limit before it fails "
-        "(the dispatcher then backs off); 0 waits without limit.",
+        "(the dispatcher then backs off); 0 or less waits without limit, as in Pulsar.",
         json_schema_extra=_ml("issue #23 (storage reads)"),
     )
     managed_ledger_max_reads_in_flight_permits_acquire_queue_size: int = Field(
