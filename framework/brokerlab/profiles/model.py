@@ -321,7 +321,7 @@ class BrokerSettings(BaseSettings):
     managed_ledger_minimum_backlog_cursors_for_caching: int = Field(
         default=0,
         alias="managedLedgerMinimumBacklogCursorsForCaching",
-        ge=0,
+        ge=_ANY_INT,
         description="Legacy backlogged-cursor caching: how many cursors with a similar backlog "
         "make a backlogged cursor cache its storage reads; below 1 the feature is off.",
         json_schema_extra=_cache("§5.3, §6"),
@@ -329,17 +329,17 @@ class BrokerSettings(BaseSettings):
     managed_ledger_minimum_backlog_entries_for_caching: int = Field(
         default=1000,
         alias="managedLedgerMinimumBacklogEntriesForCaching",
-        ge=0,
+        ge=_ANY_INT,
         description="Legacy backlogged-cursor caching: the smallest backlog, in entries, for a "
-        "cursor to be considered.",
+        "cursor to be considered (0 or less: every cursor).",
         json_schema_extra=_cache("§5.3, §6"),
     )
     managed_ledger_max_backlog_between_cursors_for_caching: int = Field(
         default=1000,
         alias="managedLedgerMaxBacklogBetweenCursorsForCaching",
-        ge=0,
+        ge=_ANY_INT,
         description="Legacy backlogged-cursor caching: the largest backlog difference, in entries, "
-        "for two cursors to count as similar.",
+        "for two cursors to count as similar (below 0: no two cursors are).",
         json_schema_extra=_cache("§5.3, §6"),
     )
 
