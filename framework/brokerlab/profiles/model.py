@@ -279,9 +279,9 @@ class BrokerSettings(BaseSettings):
     managed_ledger_cache_eviction_extend_ttl_of_entries_with_remaining_expected_reads_max_times: int = Field(  # noqa: E501
         default=5,
         alias="managedLedgerCacheEvictionExtendTTLOfEntriesWithRemainingExpectedReadsMaxTimes",
-        ge=0,
+        ge=_ANY_INT,
         description="How many times an entry that still has expected reads is requeued instead of "
-        "expiring. The counter is shared with the recently-accessed requeues.",
+        "expiring (0 or less: never). The counter is shared with the recently-accessed requeues.",
         json_schema_extra=_cache("§2.4, §6"),
     )
     managed_ledger_cache_eviction_extend_ttl_of_recently_accessed: bool = Field(
