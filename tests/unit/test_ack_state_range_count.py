@@ -246,6 +246,47 @@ def test_scenario_13_batch_cap() -> None:
     assert set(p.recover().batch_acks) == {(1, 1), (1, 2)}  # 1:3..1:5 come back whole
 
 
+@pytest.mark.parametrize("cap", [-1, -(2**31)])
+def test_a_range_cap_below_zero_persists_no_range_and_always_pauses(cap: int) -> None:
+    """``managedLedgerMaxUnackedRangesToPersist`` is a plain int with no minimum (apache/pulsar
+    ``ServiceConfiguration.java`` at 06ea0be755459d9186e0f54b098e7ecc9ed7f8d6). Below 0 the
+    MessageRange list keeps nothing, as with 0 (``ManagedCursorImpl.
+    buildIndividualDeletedMessageRanges`` stops once the list holds ``maxRanges``, spec
+    ack-state.md §4.2), ``toRanges`` keeps no ledger (§4.3), a close goes to the metadata store
+    (``shouldPersistUnackRangesToLedger`` wants the cap above 0), and
+    ``isCursorDataFullyPersistable()`` (``size <= max``) is false even with no hole, so the pause
+    holds."""
+    state = FakeState((1, -1), ranges_of(3))
+    p = persister(managed_ledger_max_unacked_ranges_to_persist=cap)
+    out = p.created(state)
+    assert out is not None and out.ranges_persisted == 0
+    assert p.stats()["ack_truncations"] == 1
+    empty = FakeState((1, 9))
+    p.acked(empty, [1])
+    assert p.stats()["ack_truncations"] == 1  # nothing to cut: no truncation counted
+    assert p.encoder.over_limit(empty)
+    closed = p.close(state)
+    assert closed is not None and closed.to_metadata_store
+    assert not to_ranges(Snapshot.of(state).ledgers, cap, "4.x")
+
+
+@pytest.mark.parametrize("cap", [0, -1, -(2**31)])
+def test_a_batch_cap_of_zero_or_less_persists_no_bitset(cap: int) -> None:
+    """``managedLedgerMaxBatchDeletedIndexToPersist`` is a plain int with no minimum (apache/pulsar
+    ``ServiceConfiguration.java`` at 06ea0be755459d9186e0f54b098e7ecc9ed7f8d6);
+    ``ManagedCursorImpl.buildBatchEntryDeletionIndexInfoList`` adds bitsets while it holds fewer
+    than ``maxIndexes``, so 0 or less keeps none and counts a truncation only when there are
+    bitsets (spec ack-state.md §4.2)."""
+    batches = {(1, e): BatchAck(10, 0b1111110111) for e in range(1, 4)}
+    p = persister(managed_ledger_max_batch_deleted_index_to_persist=cap)
+    p.created(FakeState((1, 0)))
+    assert p.stats()["ack_batch_truncations"] == 0
+    p.acked(FakeState((1, 0), batches=batches), [1])
+    assert p.stats()["ack_batch_truncations"] == 1
+    p.crash()
+    assert not p.recover().batch_acks
+
+
 def test_scenario_14_metadata_store_path_loses_batch_bitsets() -> None:
     state = FakeState(
         (1, -1),

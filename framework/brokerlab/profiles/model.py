@@ -347,10 +347,11 @@ class BrokerSettings(BaseSettings):
     managed_ledger_max_unacked_ranges_to_persist: int = Field(
         default=10_000,
         alias="managedLedgerMaxUnackedRangesToPersist",
-        ge=0,
+        ge=_ANY_INT,
         description="Most acknowledgement-hole ranges a cursor persists; ranges above the cap are "
         "kept in memory only and redelivered after a crash. Also the PIP-299 pause threshold. "
-        "Pulsar 5.0 raises it to 200000; ignored by the PIP-299 byte-limit persister.",
+        "Below 0 it persists no range, as 0 does, and the pause holds even with no hole, as in "
+        "Pulsar. Pulsar 5.0 raises it to 200000; ignored by the PIP-299 byte-limit persister.",
         json_schema_extra=_ack("§0.1, §4, §9"),
     )
     managed_ledger_max_unacked_ranges_to_persist_in_metadata_store: int = Field(
@@ -374,9 +375,9 @@ class BrokerSettings(BaseSettings):
     managed_ledger_max_batch_deleted_index_to_persist: int = Field(
         default=10_000,
         alias="managedLedgerMaxBatchDeletedIndexToPersist",
-        ge=0,
-        description="Most batch-index bitsets (partly acknowledged batches) a cursor persists. "
-        "Pulsar 5.0 raises it to 200000.",
+        ge=_ANY_INT,
+        description="Most batch-index bitsets (partly acknowledged batches) a cursor persists "
+        "(0 or less: none). Pulsar 5.0 raises it to 200000.",
         json_schema_extra=_ack("§4, §9"),
     )
     managed_ledger_persist_individual_ack_as_long_array: bool = Field(
