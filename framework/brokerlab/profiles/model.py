@@ -469,15 +469,17 @@ class BrokerSettings(BaseSettings):
     broker_deduplication_max_number_of_producers: int = Field(
         default=10_000,
         alias="brokerDeduplicationMaxNumberOfProducers",
-        ge=0,
-        description="Most producers whose last sequence id one deduplication snapshot records.",
+        ge=_ANY_INT,
+        description="Most producers whose last sequence id one deduplication snapshot records "
+        "(0 or less: none).",
         json_schema_extra=_ack("§7, §9"),
     )
     broker_deduplication_entries_interval: int = Field(
         default=1000,
         alias="brokerDeduplicationEntriesInterval",
-        ge=1,
-        description="Persisted entries between two deduplication snapshots.",
+        ge=_ANY_INT,
+        description="Persisted entries between two deduplication snapshots (1 or less: a snapshot "
+        "after every entry).",
         json_schema_extra=_ack("§7, §9"),
     )
     managed_ledger_max_ack_state_in_bytes_to_persist: int = Field(
