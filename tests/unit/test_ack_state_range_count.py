@@ -543,6 +543,52 @@ def test_scenario_35_dense_ceiling() -> None:
     assert to_ranges(big.ledgers, 10_000, "4.x") == [1]
 
 
+def _rollovers(clock: FakeClock, gaps_ms: list[int], **keys: Any) -> int:
+    """Cursor-ledger rollovers over one write per gap, each ``gap`` ms after the previous one."""
+    c = cursor(20)
+    p = persister(clock, **keys)
+    p.created(c)
+    for i, gap in enumerate(gaps_ms):
+        clock.ns += gap * 1_000_000
+        c.ack(1, 2 * i + 1)
+        p.acked(c, [1])
+    return int(p.stats()["ack_cursor_ledger_rollovers"])
+
+
+@pytest.mark.parametrize("cap", [0, -1, -(2**31)])
+def test_a_cursor_ledger_cap_of_zero_or_less_rolls_after_every_append(cap: int) -> None:
+    """``managedLedgerCursorMaxEntriesPerLedger`` is a plain int with no minimum (apache/pulsar
+    ``ServiceConfiguration.java`` at 06ea0be755459d9186e0f54b098e7ecc9ed7f8d6), and
+    ``ManagedCursorImpl.shouldCloseLedger`` (apache/pulsar ``ManagedCursorImpl.java`` at
+    001516271d9699e48f540a22384bdc6537902399) rolls once ``lh.getLastAddConfirmed() >=
+    getMetadataMaxEntriesPerLedger()``: at 0 or less, after every append."""
+    assert _rollovers(FakeClock(), [1, 1, 1], managed_ledger_cursor_max_entries_per_ledger=cap) == 3
+
+
+@pytest.mark.parametrize(
+    ("seconds", "gaps_ms", "rolls"),
+    [
+        (0, [0, 1, 0, 5], 2),  # a later millisecond rolls, the same one does not
+        (-1, [0, 0, 0], 3),  # the deadline lies in the future: every append rolls
+        (1, [1000, 1001, 500], 1),  # strictly more than 1000 ms after the switch
+        (2_147_483, [60_000], 0),  # 2147483000 ms still fits a Java int
+        (2_147_484, [0, 0], 2),  # 2147484000 wraps to a negative int: every append rolls
+    ],
+)
+def test_the_cursor_ledger_age_is_compared_as_pulsar_compares_it(
+    seconds: int, gaps_ms: list[int], rolls: int
+) -> None:
+    """``managedLedgerCursorRolloverTimeInSeconds`` is a plain int with no minimum (apache/pulsar
+    ``ServiceConfiguration.java`` at 06ea0be755459d9186e0f54b098e7ecc9ed7f8d6), and
+    ``ManagedCursorImpl.shouldCloseLedger`` (apache/pulsar ``ManagedCursorImpl.java`` at
+    001516271d9699e48f540a22384bdc6537902399) rolls when ``lastLedgerSwitchTimestamp < now -
+    getLedgerRolloverTimeout() * 1000``: whole milliseconds, strictly, with the product an int
+    (``ManagedLedgerConfig.getLedgerRolloverTimeout()`` returns an ``int``)."""
+    clock = FakeClock()
+    keys = {"managed_ledger_cursor_rollover_time_in_seconds": seconds}
+    assert _rollovers(clock, gaps_ms, **keys) == rolls
+
+
 def test_scenario_36_cursor_ledger_rollover() -> None:
     c = cursor(20)
     p = persister(managed_ledger_cursor_max_entries_per_ledger=5)

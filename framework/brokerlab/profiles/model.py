@@ -431,16 +431,20 @@ class BrokerSettings(BaseSettings):
     managed_ledger_cursor_max_entries_per_ledger: int = Field(
         default=50_000,
         alias="managedLedgerCursorMaxEntriesPerLedger",
-        ge=1,
-        description="Entries appended to a cursor ledger before it is rolled over to a new one.",
+        ge=_ANY_INT,
+        description="Entries appended to a cursor ledger before it is rolled over to a new one: "
+        "as in Pulsar, the append whose entry id reaches this value rolls it (0 or less: every "
+        "append).",
         json_schema_extra=_ack("§3.5, §9"),
     )
     managed_ledger_cursor_rollover_time_in_seconds: int = Field(
         default=14_400,
         alias="managedLedgerCursorRolloverTimeInSeconds",
-        ge=0,
+        ge=_ANY_INT,
         description="Age, in seconds, after which a cursor ledger is rolled over on its next "
-        "append.",
+        "append: as in Pulsar, an append more than this many whole milliseconds after the last "
+        "switch (0 or less: every append a millisecond or more later). Pulsar computes the "
+        "milliseconds in a Java int, so above 2147483 s the value wraps; brokerlab wraps it too.",
         json_schema_extra=_ack("§3.5, §9"),
     )
     managed_cursor_info_compression_type: CompressionType = Field(
