@@ -416,6 +416,27 @@ def test_scenario_21_rate_limit_window() -> None:
         assert restart(p, c) == (4 if crash else 0)
 
 
+def test_an_infinite_mark_delete_rate_lets_every_persist_through() -> None:
+    """``managedLedgerDefaultMarkDeleteRateLimit`` is a double that apache/pulsar
+    ``ManagedLedgerConfig.java`` at 003201f505c8d13ac508a0deb29e77ee61f59471 checks only for
+    ``>= 0.0`` (``setThrottleMarkDelete``), so +Infinity passes; ``ManagedCursorImpl`` then builds
+    a Guava ``RateLimiter.create(Infinity)``, which grants every permit at once (google/guava
+    ``RateLimiterTest.testInfinity_Bursty`` at f2944006454cca4fac082347ca60dc11c2590724). NaN and
+    negative rates fail that check, as they fail the model."""
+    key = "managedLedgerDefaultMarkDeleteRateLimit"
+    assert load_profile(None, [f"{key}=Infinity"]).get(key) == float("inf")
+    for bad in ("NaN", "-Infinity", "-1"):
+        with pytest.raises(ProfileError, match=key):
+            load_profile(None, [f"{key}={bad}"])
+    clock = FakeClock()
+    c = cursor(20)
+    p = persister(clock, managed_ledger_default_mark_delete_rate_limit=float("inf"))
+    p.created(c)
+    for i in range(5):
+        c.ack(1, 2 * i + 1)
+        assert p.acked(c, [1]) is not None  # persisted now, never left dirty
+
+
 def test_scenario_22_warn_once_per_crossing() -> None:
     enc = RangeCountEncoder(10, 10_000, long_array=False)
     seen = []

@@ -415,9 +415,10 @@ class BrokerSettings(BaseSettings):
         default=1.0,
         alias="managedLedgerDefaultMarkDeleteRateLimit",
         ge=0.0,
-        allow_inf_nan=False,
+        allow_inf_nan=True,  # +Infinity, as Pulsar's Guava limiter takes it; ge still refuses NaN
         description="Ack-state persists per second allowed per cursor; calls over the rate only "
-        "mark the cursor dirty. 0 turns the limiter off.",
+        "mark the cursor dirty. 0 turns the limiter off; Infinity lets every call through, as "
+        "in Pulsar.",
         json_schema_extra=_ack("§3.4, §9"),
     )
     managed_ledger_cursor_position_flush_seconds: int = Field(
