@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
+from brokerlab import load_profile
 from brokerlab.protocols import DelayedDeliveryTracker
 from brokerlab_plugins.legacy_delayed_delivery.buckets import Bucketing
 from brokerlab_plugins.legacy_delayed_delivery.index import BucketIndex
@@ -276,6 +277,21 @@ def test_scenario_08_with_fixed_delays(kind: str) -> None:
     assert len(t.get_scheduled_messages(100)) == 100
     assert not t.should_pause_all_deliveries()
     assert t.get_scheduled_messages(100) == []
+
+
+@KINDS
+@pytest.mark.parametrize("lookahead", ["0", "-1", "-9223372036854775808"])
+def test_a_lookahead_of_zero_or_less_never_pauses(kind: str, lookahead: str) -> None:
+    """``delayedDeliveryFixedDelayDetectionLookahead`` is a long with no minimum (apache/pulsar
+    ``ServiceConfiguration.java`` at 06ea0be755459d9186e0f54b098e7ecc9ed7f8d6), and
+    ``shouldPauseAllDeliveries()`` wants ``fixedDelayDetectionLookahead > 0`` (spec
+    delayed-delivery.md §3.9): scenario 8's fixed delays never pause at 0 or less."""
+    key = "delayedDeliveryFixedDelayDetectionLookahead"
+    settings = load_profile(None, [f"{key}={lookahead}"]).settings
+    time = FakeTime(ms=0)
+    t, _ = make(kind, time, 8, True, settings.delayed_delivery_fixed_delay_detection_lookahead)
+    _fixed_delays(t, 100)
+    assert not t.should_pause_all_deliveries()
 
 
 @KINDS

@@ -556,9 +556,10 @@ class BrokerSettings(BaseSettings):
     delayed_delivery_fixed_delay_detection_lookahead: JavaLong = Field(
         default=50_000,
         alias="delayedDeliveryFixedDelayDetectionLookahead",
-        ge=0,
+        ge=_ANY_LONG,
         description="Number of buffered delayed messages, all in delivery-time order, after which "
-        "the dispatcher stops reading new entries until some are due; 0 disables the pause.",
+        "the dispatcher stops reading new entries until some are due; 0 or less disables the "
+        "pause, as in Pulsar.",
         json_schema_extra=_delayed("§3.9, §5"),
     )
     delayed_delivery_prune_min_interval_millis: JavaLong = Field(
