@@ -565,28 +565,26 @@ class BrokerSettings(BaseSettings):
     delayed_delivery_prune_min_interval_millis: JavaLong = Field(
         default=0,
         alias="delayedDeliveryPruneMinIntervalMillis",
-        ge=0,
+        ge=_ANY_LONG,
         description="PIP-448: minimum time between two prunes of a topic's shared delayed index, "
-        "in milliseconds; 0 means adaptive, the tick clamped to 5..50 ms.",
+        "in milliseconds; 0 or less means adaptive, the tick clamped to 5..50 ms.",
         json_schema_extra=_delayed("§0.2, §4.4, §5", "pip-448"),
     )
     delayed_delivery_prune_eligible_ratio: float = Field(
         default=0.5,
         alias="delayedDeliveryPruneEligibleRatio",
-        ge=0.0,
-        le=1.0,
-        allow_inf_nan=False,
+        allow_inf_nan=True,  # any double, as the PIP-448 draft takes it
         description="PIP-448: share of a topic's subscriptions that must have a due message before "
-        "a timer firing tries to prune. Pulsar clamps values into [0, 1] (NaN means 0.5); "
-        "brokerlab rejects them instead.",
+        "a timer firing tries to prune. As in the PIP-448 draft, any value is clamped into "
+        "[0, 1] and NaN means 0.5.",
         json_schema_extra=_delayed("§0.2, §4.4, §5", "pip-448"),
     )
     delayed_delivery_topic_manager_idle_millis: JavaLong = Field(
         default=0,
         alias="delayedDeliveryTopicManagerIdleMillis",
-        ge=0,
+        ge=_ANY_LONG,
         description="PIP-448: how long, in milliseconds, a topic's tracker manager with no "
-        "subscriptions is kept for reuse; 0 removes it at once.",
+        "subscriptions is kept for reuse; 0 or less removes it at once.",
         json_schema_extra=_delayed("§0.2, §4.6, §5", "pip-448"),
     )
 
