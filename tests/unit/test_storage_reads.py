@@ -229,6 +229,42 @@ def test_a_permits_timeout_of_zero_or_less_waits_without_limit(timeout: str) -> 
     assert b.counters.delivered == 0
 
 
+SLOW_CONSUMER = """
+    name = "slow-consumer"
+    duration_s = 5
+    [[topics]]
+    name = "t"
+    rate = 1000
+    arrival = "constant"
+    [[topics.subscriptions]]
+    name = "s"
+    [[topics.subscriptions.consumers]]
+    rate = 1
+    receiver_queue_size = 10
+"""
+
+
+@pytest.mark.parametrize(("threshold", "active"), [("100", False), ("-1", True)])
+def test_a_backlogged_threshold_of_minus_one_keeps_cursors_active(
+    threshold: str, active: bool
+) -> None:
+    """apache/pulsar ``ServiceConfiguration.java`` at 06ea0be755459d9186e0f54b098e7ecc9ed7f8d6
+    documents ``managedLedgerCursorBackloggedThreshold`` (a long with no minimum): "Set to -1 to
+    disable this behavior". A consumer of one message a second falls hundreds of entries behind
+    in a second; the periodic check then makes its cursor inactive at 100, and leaves it active
+    at -1."""
+    b, loop = broker(
+        SLOW_CONSUMER,
+        "cacheEvictionByExpectedReadCount=false",
+        f"managedLedgerCursorBackloggedThreshold={threshold}",
+    )
+    loop.run_until(1000 * MS)
+    assert b.dispatchers[0].cursor.unread_entries() > 100
+    b.set_active(b.dispatchers[0], True)
+    b._check_active_cursors()
+    assert b.dispatchers[0].active is active
+
+
 def test_a_full_line_fails_the_read_at_once() -> None:
     b, loop = broker(
         workload("read_latency_ms = 10", subscriptions=3),

@@ -510,7 +510,7 @@ class Broker:
         for dispatcher in self.dispatchers:
             if not dispatcher.connected or dispatcher.topic.held is not None:
                 continue  # no consumer, or closed while its bundle is unloaded
-            if self.tuning.expected_read_count_mode:
+            if self.tuning.expected_read_count_mode or threshold < 0:  # -1: never backlogged
                 self.set_active(dispatcher, True)
             else:
                 # Pulsar counts the entries not read yet (getNumberOfEntries), not the backlog

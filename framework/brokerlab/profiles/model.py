@@ -312,10 +312,12 @@ class BrokerSettings(BaseSettings):
     managed_ledger_cursor_backlogged_threshold: JavaLong = Field(
         default=1000,
         alias="managedLedgerCursorBackloggedThreshold",
-        ge=0,
+        ge=-1,
         description="Entries left to read (from the read position, less individual acks) at "
         "or above which a cursor counts as backlogged and is made inactive, so it no longer keeps "
-        "entries cached.",
+        "entries cached; -1 turns this off (cursors with consumers stay active), as Pulsar's "
+        "configuration documents. Pulsar sets no minimum, but documents no other negative value; "
+        "brokerlab refuses them.",
         json_schema_extra=_cache("§3.4, §6"),
     )
     managed_ledger_minimum_backlog_cursors_for_caching: int = Field(
