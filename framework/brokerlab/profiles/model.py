@@ -134,7 +134,9 @@ class BrokerSettings(BaseSettings):
         alias="managedLedgerMaxEntriesPerLedger",
         ge=1,
         description="Entries written to one data ledger before the managed ledger rolls over to a "
-        "new one. It also sets the span of one ledger's long-array ack state.",
+        "new one. It also sets the span of one ledger's long-array ack state. Pulsar sets no "
+        "minimum: below 1 a ledger is full at once but rolls over only after "
+        "managedLedgerMinLedgerRolloverTimeMinutes, which brokerlab does not model.",
         json_schema_extra=_ml(f"{_ACK} §9"),
     )
     managed_ledger_max_reads_in_flight_size_in_mb: JavaLong = Field(
@@ -162,7 +164,9 @@ class BrokerSettings(BaseSettings):
         alias="managedLedgerMaxReadsInFlightPermitsAcquireQueueSize",
         ge=1,
         description="Most reads that may wait in line for the in-flight limit; one more fails "
-        "at once.",
+        "at once. Pulsar sets no minimum, but its JCTools queue rounds the capacity up to a power "
+        "of two (so a value below 1 still leaves room); brokerlab takes the value as the line's "
+        "exact length and does not model that rounding.",
         json_schema_extra=_ml("issue #23 (storage reads)"),
     )
     max_message_size: int = Field(
@@ -185,7 +189,8 @@ class BrokerSettings(BaseSettings):
         le=1024,
         description="Bundles of a namespace: a topic belongs to the bundle its name hashes into, "
         "and a cluster of brokers (a workload's [cluster] table) places and hands over whole "
-        "bundles.",
+        "bundles. Pulsar takes 1 to 2^32 when it creates a namespace; the cap of 1024 is "
+        "brokerlab's, to keep a hand-over of a broker's bundles cheap.",
         json_schema_extra=_meta("Cluster", "pulsar", "issue #23 (a cluster of brokers)"),
     )
 
@@ -195,7 +200,8 @@ class BrokerSettings(BaseSettings):
         alias="dispatcherMaxReadBatchSize",
         ge=1,
         description="Most entries a subscription's dispatcher reads in one batch, from the cache "
-        "or from storage.",
+        "or from storage. Pulsar sets no minimum, but its managed cursor refuses a read of fewer "
+        "than 1 entry, so no subscription could read; brokerlab refuses such values.",
         json_schema_extra=_meta("Dispatcher", "pulsar", "issue #3 (broker model)"),
     )
     dispatcher_max_read_size_bytes: int = Field(
@@ -203,7 +209,10 @@ class BrokerSettings(BaseSettings):
         alias="dispatcherMaxReadSizeBytes",
         ge=1,
         description="Most bytes a subscription's dispatcher reads in one normal read: the batch is "
-        "capped at this divided by the topic's average entry size (at least one entry).",
+        "capped at this divided by the topic's average entry size (at least one entry). Pulsar "
+        "sets no minimum, but -1 makes its multi-consumer dispatchers skip every read (their "
+        "no-read marker) and other values below 1 read one entry at a time; brokerlab does not "
+        "model these.",
         json_schema_extra=_meta("Dispatcher", "pulsar", "issue #23 (storage reads)"),
     )
     dispatcher_min_read_batch_size: int = Field(
@@ -211,7 +220,9 @@ class BrokerSettings(BaseSettings):
         alias="dispatcherMinReadBatchSize",
         ge=1,
         description="Read batch size a dispatcher falls back to after a failed read; each "
-        "successful read doubles it again, up to dispatcherMaxReadBatchSize.",
+        "successful read doubles it again, up to dispatcherMaxReadBatchSize. Pulsar sets no "
+        "minimum, but its managed cursor refuses a read of fewer than 1 entry; brokerlab refuses "
+        "such values.",
         json_schema_extra=_meta("Dispatcher", "pulsar", "issue #23 (storage reads)"),
     )
     dispatcher_read_failure_backoff_initial_time_in_ms: int = Field(
@@ -220,14 +231,18 @@ class BrokerSettings(BaseSettings):
         ge=0,
         description="How long a dispatcher waits before reading again after its first failed "
         "read (here: a read refused by the in-flight reads limiter); doubles with each further "
-        "failure, halves with each success.",
+        "failure, halves with each success. Pulsar sets no minimum; its older Backoff retries at "
+        "once below 0, but the backoff builder its Shared dispatcher uses was not checked, so "
+        "brokerlab refuses such values.",
         json_schema_extra=_meta("Dispatcher", "pulsar", "issue #23 (storage reads)"),
     )
     dispatcher_read_failure_backoff_max_time_in_ms: int = Field(
         default=60_000,
         alias="dispatcherReadFailureBackoffMaxTimeInMs",
         ge=0,
-        description="Longest wait between a failed read and the next attempt.",
+        description="Longest wait between a failed read and the next attempt. Pulsar sets no "
+        "minimum; below the initial wait the initial wait applies, as here, but brokerlab "
+        "refuses a negative value, like a negative initial wait.",
         json_schema_extra=_meta("Dispatcher", "pulsar", "issue #23 (storage reads)"),
     )
 
@@ -238,7 +253,9 @@ class BrokerSettings(BaseSettings):
         ge=0,
         description="Broker-wide entry-cache limit, in MiB; 0 disables caching. Empty means "
         "max(64, 20% of sim.maxDirectMemoryMB), following the spec (broker.conf's comment "
-        "mentions only the 1/5 of direct memory).",
+        "mentions only the 1/5 of direct memory). Pulsar sets no minimum, but disables the cache "
+        "only at exactly 0: a negative limit keeps a cache that evicts all it holds, which "
+        "brokerlab does not model.",
         json_schema_extra=_cache("§6"),
     )
     managed_ledger_cache_eviction_watermark: float = Field(
@@ -248,7 +265,10 @@ class BrokerSettings(BaseSettings):
         le=1.0,
         allow_inf_nan=False,
         description="Fraction of the cache limit that a size eviction frees the cache down to. "
-        "Size eviction starts once the cache holds more than 0.98 of the limit.",
+        "Size eviction starts once the cache holds more than 0.98 of the limit. Pulsar does not "
+        "check the value: outside [0, 1] the eviction target leaves the limit (above 1 the cache "
+        "outgrows it), and NaN or an infinity goes through Java's long cast; brokerlab keeps the "
+        "fractions.",
         json_schema_extra=_cache("§2.5, §6"),
     )
     managed_ledger_cache_eviction_interval_ms: JavaLong = Field(
@@ -265,7 +285,9 @@ class BrokerSettings(BaseSettings):
         alias="managedLedgerCacheEvictionTimeThresholdMillis",
         ge=0,
         description="Time to live of a cached entry, in milliseconds. Each TTL extension grants "
-        "one more TTL counted from the eviction check.",
+        "one more TTL counted from the eviction check. Pulsar sets no minimum: below 0 the expiry "
+        "cut-off lies in the future and every check finds every entry expired, which brokerlab "
+        "does not model.",
         json_schema_extra=_cache("§2.4, §6"),
     )
     cache_eviction_by_expected_read_count: bool = Field(
@@ -299,7 +321,8 @@ class BrokerSettings(BaseSettings):
         ge=0,
         description="How long, in milliseconds, newly added entries are still cached after the "
         "last active cursor leaves or the ledger is loaded (PIP-430 mode only). Empty means twice "
-        "managedLedgerCacheEvictionTimeThresholdMillis.",
+        "managedLedgerCacheEvictionTimeThresholdMillis. Pulsar sets no minimum; how its cursor "
+        "container reads a negative window was not checked, so brokerlab refuses one.",
         json_schema_extra=_cache("§3.5, §6"),
     )
     cache_eviction_by_mark_deleted_position: bool = Field(
