@@ -445,3 +445,11 @@ def test_a_bound_narrower_than_pulsars_says_why(alias: str) -> None:
     assert found is not None
     description = found[1].description or ""
     assert "Pulsar" in description and "brokerlab" in description
+
+
+@pytest.mark.parametrize("threshold", [-1, -(2**63)])
+def test_the_cursor_info_compression_threshold_takes_any_long(threshold: int) -> None:
+    """apache/pulsar ``ServiceConfiguration.java`` at 06ea0be755459d9186e0f54b098e7ecc9ed7f8d6
+    declares ``managedCursorInfoCompressionThresholdInBytes`` as a long with no minimum ("0 means
+    compression will always apply"; a negative threshold compresses every state as well)."""
+    assert _valid("managedCursorInfoCompressionThresholdInBytes", threshold)

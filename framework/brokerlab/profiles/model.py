@@ -484,9 +484,9 @@ class BrokerSettings(BaseSettings):
     managed_cursor_info_compression_threshold_in_bytes: JavaLong = Field(
         default=16_384,
         alias="managedCursorInfoCompressionThresholdInBytes",
-        ge=0,
+        ge=_ANY_LONG,
         description="Cursor state written to the metadata store is compressed only when larger "
-        "than this many bytes.",
+        "than this many bytes (0 or less: always, as in Pulsar).",
         json_schema_extra=_ack("§2.4, §9"),
     )
     broker_deduplication_enabled: bool = Field(
