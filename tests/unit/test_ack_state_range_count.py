@@ -248,6 +248,47 @@ def test_scenario_13_batch_cap() -> None:
     assert set(p.recover().batch_acks) == {(1, 1), (1, 2)}  # 1:3..1:5 come back whole
 
 
+@pytest.mark.parametrize("cap", [-1, -(2**31)])
+def test_a_range_cap_below_zero_persists_no_range_and_always_pauses(cap: int) -> None:
+    """``managedLedgerMaxUnackedRangesToPersist`` is a plain int with no minimum (apache/pulsar
+    ``ServiceConfiguration.java`` at 06ea0be755459d9186e0f54b098e7ecc9ed7f8d6). Below 0 the
+    MessageRange list keeps nothing, as with 0 (``ManagedCursorImpl.
+    buildIndividualDeletedMessageRanges`` stops once the list holds ``maxRanges``, spec
+    ack-state.md §4.2), ``toRanges`` keeps no ledger (§4.3), a close goes to the metadata store
+    (``shouldPersistUnackRangesToLedger`` wants the cap above 0), and
+    ``isCursorDataFullyPersistable()`` (``size <= max``) is false even with no hole, so the pause
+    holds."""
+    state = FakeState((1, -1), ranges_of(3))
+    p = persister(managed_ledger_max_unacked_ranges_to_persist=cap)
+    out = p.created(state)
+    assert out is not None and out.ranges_persisted == 0
+    assert p.stats()["ack_truncations"] == 1
+    empty = FakeState((1, 9))
+    p.acked(empty, [1])
+    assert p.stats()["ack_truncations"] == 1  # nothing to cut: no truncation counted
+    assert p.encoder.over_limit(empty)
+    closed = p.close(state)
+    assert closed is not None and closed.to_metadata_store
+    assert not to_ranges(Snapshot.of(state).ledgers, cap, "4.x")
+
+
+@pytest.mark.parametrize("cap", [0, -1, -(2**31)])
+def test_a_batch_cap_of_zero_or_less_persists_no_bitset(cap: int) -> None:
+    """``managedLedgerMaxBatchDeletedIndexToPersist`` is a plain int with no minimum (apache/pulsar
+    ``ServiceConfiguration.java`` at 06ea0be755459d9186e0f54b098e7ecc9ed7f8d6);
+    ``ManagedCursorImpl.buildBatchEntryDeletionIndexInfoList`` adds bitsets while it holds fewer
+    than ``maxIndexes``, so 0 or less keeps none and counts a truncation only when there are
+    bitsets (spec ack-state.md §4.2)."""
+    batches = {(1, e): BatchAck(10, 0b1111110111) for e in range(1, 4)}
+    p = persister(managed_ledger_max_batch_deleted_index_to_persist=cap)
+    opened(p, FakeState((1, 0)))
+    assert p.stats()["ack_batch_truncations"] == 0
+    p.acked(FakeState((1, 0), batches=batches), [1])
+    assert p.stats()["ack_batch_truncations"] == 1
+    p.crash()
+    assert not p.recover().batch_acks
+
+
 def test_scenario_14_metadata_store_path_loses_batch_bitsets() -> None:
     state = FakeState(
         (1, -1),
@@ -321,7 +362,9 @@ def test_scenario_19_close_to_ledger() -> None:
     assert len(p.recover().acked_ranges) == 1500 and p.recovery_path == "ledger"
 
 
-@pytest.mark.parametrize(("threshold", "to_store"), [(-1, False), (0, True)])
+@pytest.mark.parametrize(
+    ("threshold", "to_store"), [(-1, False), (-2, False), (-(2**31), False), (0, True)]
+)
 def test_a_metadata_store_threshold_of_minus_one_sends_every_close_to_the_ledger(
     threshold: int, to_store: bool
 ) -> None:
@@ -329,7 +372,9 @@ def test_a_metadata_store_threshold_of_minus_one_sends_every_close_to_the_ledger
     ``ManagedCursorImpl`` closes to the ledger when the range count is above it, so even a state
     with no range goes to the ledger (apache/pulsar ``ManagedCursorTest`` sets
     ``setMaxUnackedRangesToPersistInMetadataStore(-1)`` to force that path); at 0 an empty state
-    goes to the metadata store."""
+    goes to the metadata store. The key is a plain ``int`` with no minimum (apache/pulsar
+    ``ServiceConfiguration.java`` at 06ea0be755459d9186e0f54b098e7ecc9ed7f8d6,
+    ``managedLedgerMaxUnackedRangesToPersistInMetadataStore``), so -2 and below behave as -1."""
     state = FakeState((1, 4))
     p = persister(managed_ledger_max_unacked_ranges_to_persist_in_metadata_store=threshold)
     opened(p, state)
@@ -339,10 +384,11 @@ def test_a_metadata_store_threshold_of_minus_one_sends_every_close_to_the_ledger
     assert p.recover().mark_delete == (1, 4)
 
 
-def test_the_metadata_store_threshold_refuses_values_below_minus_one() -> None:
-    load_profile(None, ["managedLedgerMaxUnackedRangesToPersistInMetadataStore=-1"])
-    with pytest.raises(ProfileError, match="managedLedgerMaxUnackedRangesToPersistInMetadataStore"):
-        load_profile(None, ["managedLedgerMaxUnackedRangesToPersistInMetadataStore=-2"])
+def test_the_metadata_store_threshold_takes_any_java_int() -> None:
+    key = "managedLedgerMaxUnackedRangesToPersistInMetadataStore"
+    assert load_profile(None, [f"{key}=-2"]).get(key) == -2
+    with pytest.raises(ProfileError, match=key):
+        load_profile(None, [f"{key}=-2147483649"])
 
 
 def test_scenario_20_close_with_max_zero() -> None:
@@ -370,6 +416,27 @@ def test_scenario_21_rate_limit_window() -> None:
         if not crash:
             p.flush(c)  # the dirty-cursor flush persists everything
         assert restart(p, c) == (4 if crash else 0)
+
+
+def test_an_infinite_mark_delete_rate_lets_every_persist_through() -> None:
+    """``managedLedgerDefaultMarkDeleteRateLimit`` is a double that apache/pulsar
+    ``ManagedLedgerConfig.java`` at 003201f505c8d13ac508a0deb29e77ee61f59471 checks only for
+    ``>= 0.0`` (``setThrottleMarkDelete``), so +Infinity passes; ``ManagedCursorImpl`` then builds
+    a Guava ``RateLimiter.create(Infinity)``, which grants every permit at once (google/guava
+    ``RateLimiterTest.testInfinity_Bursty`` at f2944006454cca4fac082347ca60dc11c2590724). NaN and
+    negative rates fail that check, as they fail the model."""
+    key = "managedLedgerDefaultMarkDeleteRateLimit"
+    assert load_profile(None, [f"{key}=Infinity"]).get(key) == float("inf")
+    for bad in ("NaN", "-Infinity", "-1"):
+        with pytest.raises(ProfileError, match=key):
+            load_profile(None, [f"{key}={bad}"])
+    clock = FakeClock()
+    c = cursor(20)
+    p = persister(clock, managed_ledger_default_mark_delete_rate_limit=float("inf"))
+    p.created(c)
+    for i in range(5):
+        c.ack(1, 2 * i + 1)
+        assert p.acked(c, [1]) is not None  # persisted now, never left dirty
 
 
 def test_scenario_22_warn_once_per_crossing() -> None:
@@ -497,6 +564,52 @@ def test_scenario_35_dense_ceiling() -> None:
     # With the default cap the 4.x rule keeps only the first ledger here: each ledger holds
     # 49,218 acked entries, so ledger 2 starts above 10,000 (the spec's "1 and 2" does not hold).
     assert to_ranges(big.ledgers, 10_000, "4.x") == [1]
+
+
+def _rollovers(clock: FakeClock, gaps_ms: list[int], **keys: Any) -> int:
+    """Cursor-ledger rollovers over one write per gap, each ``gap`` ms after the previous one."""
+    c = cursor(20)
+    p = persister(clock, **keys)
+    p.created(c)
+    for i, gap in enumerate(gaps_ms):
+        clock.ns += gap * 1_000_000
+        c.ack(1, 2 * i + 1)
+        p.acked(c, [1])
+    return int(p.stats()["ack_cursor_ledger_rollovers"])
+
+
+@pytest.mark.parametrize("cap", [0, -1, -(2**31)])
+def test_a_cursor_ledger_cap_of_zero_or_less_rolls_after_every_append(cap: int) -> None:
+    """``managedLedgerCursorMaxEntriesPerLedger`` is a plain int with no minimum (apache/pulsar
+    ``ServiceConfiguration.java`` at 06ea0be755459d9186e0f54b098e7ecc9ed7f8d6), and
+    ``ManagedCursorImpl.shouldCloseLedger`` (apache/pulsar ``ManagedCursorImpl.java`` at
+    001516271d9699e48f540a22384bdc6537902399) rolls once ``lh.getLastAddConfirmed() >=
+    getMetadataMaxEntriesPerLedger()``: at 0 or less, after every append."""
+    assert _rollovers(FakeClock(), [1, 1, 1], managed_ledger_cursor_max_entries_per_ledger=cap) == 3
+
+
+@pytest.mark.parametrize(
+    ("seconds", "gaps_ms", "rolls"),
+    [
+        (0, [0, 1, 0, 5], 2),  # a later millisecond rolls, the same one does not
+        (-1, [0, 0, 0], 3),  # the deadline lies in the future: every append rolls
+        (1, [1000, 1001, 500], 1),  # strictly more than 1000 ms after the switch
+        (2_147_483, [60_000], 0),  # 2147483000 ms still fits a Java int
+        (2_147_484, [0, 0], 2),  # 2147484000 wraps to a negative int: every append rolls
+    ],
+)
+def test_the_cursor_ledger_age_is_compared_as_pulsar_compares_it(
+    seconds: int, gaps_ms: list[int], rolls: int
+) -> None:
+    """``managedLedgerCursorRolloverTimeInSeconds`` is a plain int with no minimum (apache/pulsar
+    ``ServiceConfiguration.java`` at 06ea0be755459d9186e0f54b098e7ecc9ed7f8d6), and
+    ``ManagedCursorImpl.shouldCloseLedger`` (apache/pulsar ``ManagedCursorImpl.java`` at
+    001516271d9699e48f540a22384bdc6537902399) rolls when ``lastLedgerSwitchTimestamp < now -
+    getLedgerRolloverTimeout() * 1000``: whole milliseconds, strictly, with the product an int
+    (``ManagedLedgerConfig.getLedgerRolloverTimeout()`` returns an ``int``)."""
+    clock = FakeClock()
+    keys = {"managed_ledger_cursor_rollover_time_in_seconds": seconds}
+    assert _rollovers(clock, gaps_ms, **keys) == rolls
 
 
 def test_scenario_36_cursor_ledger_rollover() -> None:

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from test_unload import BASE, HOST, PERSISTERS, plugin_context
 
 from brokerlab import load_profile, simulate
+from brokerlab.broker.broker import BrokerTuning
 from brokerlab.broker.dedup import Deduplication
 from brokerlab.broker.events import EPOCH_MS, EventLoop
 from brokerlab.broker.ledger import LedgerIds, ManagedLedger
@@ -96,6 +97,34 @@ def test_scenario_37_no_snapshot_before_the_entry_interval() -> None:
     assert d.cursor.mark_delete_properties() == {}
     assert len(publish(d, 1)) == 1
     assert len(d.cursor.mark_delete_properties()) == 5
+
+
+@pytest.mark.parametrize("interval", [1, 0, -5])
+def test_an_entry_interval_of_one_or_less_snapshots_after_every_entry(interval: int) -> None:
+    """``brokerDeduplicationEntriesInterval`` is a plain int with no minimum (apache/pulsar
+    ``ServiceConfiguration.java`` at 06ea0be755459d9186e0f54b098e7ecc9ed7f8d6), and apache/pulsar
+    ``MessageDeduplication.java`` at bea207bbbed3e56172bc53c71c667abf51b35edb snapshots when
+    ``++snapshotCounter >= snapshotInterval`` (``recordMessagePersisted``): at 1 or less, after
+    every entry."""
+    profile = load_profile(None, [f"brokerDeduplicationEntriesInterval={interval}"], host=HOST)
+    tuning = BrokerTuning.from_settings(profile.settings)
+    d = dedup(5, tuning.dedup_interval)
+    assert len(publish(d, 3)) == 3
+
+
+@pytest.mark.parametrize("cap", [0, -1, -(2**31)])
+def test_a_producer_cap_of_zero_or_less_snapshots_no_producer(cap: int) -> None:
+    """``brokerDeduplicationMaxNumberOfProducers`` is a plain int with no minimum (apache/pulsar
+    ``ServiceConfiguration.java`` at 06ea0be755459d9186e0f54b098e7ecc9ed7f8d6), and
+    ``takeSnapshot`` in apache/pulsar ``MessageDeduplication.java`` at
+    bea207bbbed3e56172bc53c71c667abf51b35edb adds a producer only while the snapshot holds fewer
+    than ``maxNumberOfProducers``: none at 0 or less, though the snapshot is still written."""
+    profile = load_profile(None, [f"brokerDeduplicationMaxNumberOfProducers={cap}"], host=HOST)
+    tuning = BrokerTuning.from_settings(profile.settings)
+    d = dedup(5, 2, tuning.dedup_max_producers)
+    assert len(publish(d, 2)) == 1
+    assert d.cursor.mark_delete_properties() == {}
+    assert d.cursor.mark_delete == d.ledger.last_position
 
 
 # ---- the restart half --------------------------------------------------------------------------

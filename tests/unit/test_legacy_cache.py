@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import pytest
 from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
@@ -186,6 +187,34 @@ def test_backlogged_cursor_caching() -> None:
     loop.run_until(60_000 * MS)
     cache.storage_read(T, 0, list(range(10)), [1] * 10, "a")
     assert cache.size_bytes() == 10
+
+
+@pytest.mark.parametrize(
+    ("min_cursors", "min_entries", "max_between", "cached"),
+    [(-1, 1, 2**31 - 1, 0), (1, -5, 2**31 - 1, 10), (1, 1, -1, 0)],
+)
+def test_backlogged_cursor_caching_takes_any_int(
+    min_cursors: int, min_entries: int, max_between: int, cached: int
+) -> None:
+    """The three keys are plain ints with no minimum (apache/pulsar ``ServiceConfiguration.java``
+    at 06ea0be755459d9186e0f54b098e7ecc9ed7f8d6: ``managedLedgerMinimumBacklogCursorsForCaching``,
+    ``managedLedgerMinimumBacklogEntriesForCaching``,
+    ``managedLedgerMaxBacklogBetweenCursorsForCaching``), and ``ManagedLedgerImpl.
+    checkCursorsToCacheEntries`` (spec pip430-entry-cache.md §5.3) compares them as they are:
+    fewer than 1 cursor turns the check off, a negative minimum backlog admits every cursor, and
+    a negative difference makes no two cursors similar."""
+    cache, loop, _ = make_cache(
+        managedLedgerMinimumBacklogCursorsForCaching=min_cursors,
+        managedLedgerMinimumBacklogEntriesForCaching=min_entries,
+        managedLedgerMaxBacklogBetweenCursorsForCaching=max_between,
+    )
+    for e in range(100):
+        cache.insert(T, (0, e), 1)
+    for reader in ("a", "b"):
+        cache.read(T, 0, 0, 9, reader)
+    loop.run_until(60_000 * MS)
+    cache.storage_read(T, 0, list(range(10)), [1] * 10, "a")
+    assert cache.size_bytes() == cached
 
 
 def test_mark_delete_mode_caches_reads() -> None:

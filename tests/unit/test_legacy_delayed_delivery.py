@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
+from brokerlab import load_profile
 from brokerlab.protocols import DelayedDeliveryTracker
 from brokerlab_plugins.legacy_delayed_delivery.buckets import Bucketing
 from brokerlab_plugins.legacy_delayed_delivery.index import BucketIndex
@@ -155,3 +156,19 @@ def test_previous_rounding_rule_delivers_early_in_strict_mode() -> None:
     time.set(9_728)
     assert old.get_scheduled_messages(10) == [(1, 1)]  # 273 ms early
     assert new.get_scheduled_messages(10) == []
+
+
+@KINDS
+@pytest.mark.parametrize("lookahead", ["0", "-1", "-9223372036854775808"])
+def test_a_lookahead_of_zero_or_less_never_pauses(kind: str, lookahead: str) -> None:
+    """``delayedDeliveryFixedDelayDetectionLookahead`` is a long with no minimum (apache/pulsar
+    ``ServiceConfiguration.java`` at 06ea0be755459d9186e0f54b098e7ecc9ed7f8d6), and
+    ``shouldPauseAllDeliveries()`` wants ``fixedDelayDetectionLookahead > 0`` (spec
+    delayed-delivery.md §3.9): scenario 8's fixed delays never pause at 0 or less."""
+    key = "delayedDeliveryFixedDelayDetectionLookahead"
+    settings = load_profile(None, [f"{key}={lookahead}"]).settings
+    time = FakeTime(ms=0)
+    t, _ = make(kind, time, 8, True, settings.delayed_delivery_fixed_delay_detection_lookahead)
+    for i in range(1, 101):  # 100 messages, each delayed by 10 ms more than the last
+        assert t.add_message(i, i, i * 10)
+    assert not t.should_pause_all_deliveries()

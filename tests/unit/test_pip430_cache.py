@@ -785,3 +785,20 @@ def test_with_read_counts_cursor_moves_invalidate_nothing() -> None:
     cursors.remove("a")
     cache.cursors_changed(T)
     assert len(cache.cached(T)) == 3 and cache.counters.removals() == 0
+
+
+@pytest.mark.parametrize("max_requeue", [-1, -(2**31)])
+def test_a_requeue_cap_below_zero_acts_as_zero(max_requeue: int) -> None:
+    """``managedLedgerCacheEvictionExtendTTLOfEntriesWithRemainingExpectedReadsMaxTimes`` is a
+    plain int with no minimum (apache/pulsar ``ServiceConfiguration.java`` at
+    06ea0be755459d9186e0f54b098e7ecc9ed7f8d6), and the removal queue requeues an entry with
+    expected reads only while ``requeueCount < max`` (spec pip430-entry-cache.md §2.4,
+    ``RangeCacheRemovalQueue``): below 0 no such requeue happens, as with 0, while an accessed
+    entry is still requeued once (scenarios 13 and 14 with the cap below 0)."""
+    cache, loop, _ = make_cache(max_requeue=max_requeue, extend=True)
+    cache.put(T, (0, 0), 10, 1)
+    assert time_pass(cache, loop) == (1, 10)
+    cache.put(T, (0, 1), 10, None)
+    assert hits(cache, 1, 1) == [1]
+    assert time_pass(cache, loop) == (0, 0)
+    assert time_pass(cache, loop) == (1, 10)

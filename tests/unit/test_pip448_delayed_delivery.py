@@ -8,12 +8,14 @@ from __future__ import annotations
 
 from collections import Counter
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_legacy_delayed_delivery import FakeTime, Wakes, config
 
-from brokerlab.protocols import Position
+from brokerlab import load_profile
+from brokerlab.protocols import PluginContext, Position
 from brokerlab.testing.delayed_delivery import DeliveryLog
 from brokerlab_plugins.legacy_delayed_delivery.tracker import LegacyTracker
 from brokerlab_plugins.pip448_delayed_delivery.draft import DraftManager
@@ -222,3 +224,50 @@ def test_differential_against_reference_model(
     for n in names:
         assert plugin[n].number_of_delayed_messages() == ref[n].number_of_delayed_messages()
         assert wakes[n].count == ref_wakes[n].count  # the same timer wake-ups as R_S
+
+
+def from_profile(*keys: str) -> TopicFactory:
+    """The factory the plugin builds from a profile setting ``keys`` (tick 1000 ms)."""
+    time = FakeTime(ms=0)
+    settings = load_profile(None, list(keys)).settings
+    context = PluginContext(
+        settings=settings, clock=time, scheduler=time, rng=np.random.default_rng(0)
+    )
+    return TopicFactory.from_context(context)
+
+
+@pytest.mark.parametrize("interval", ["0", "-1", "-9223372036854775808"])
+def test_a_prune_interval_of_zero_or_less_is_adaptive(interval: str) -> None:
+    """``delayedDeliveryPruneMinIntervalMillis`` is a long with no minimum (apache/pulsar
+    ``ServiceConfiguration.java`` at 06ea0be755459d9186e0f54b098e7ecc9ed7f8d6, whose doc says "0 or
+    a negative value" selects the adaptive interval), and the manager uses it only when positive,
+    else the tick clamped to [5, 50] ms (apache/pulsar
+    ``InMemoryTopicDelayedDeliveryTrackerManager.java`` at the same commit, constructor)."""
+    f = from_profile(f"delayedDeliveryPruneMinIntervalMillis={interval}")
+    assert f.prune.interval_ns == 50 * 1_000_000
+
+
+@pytest.mark.parametrize(
+    ("ratio", "effective"),
+    [("NaN", 0.5), ("7", 1.0), ("Infinity", 1.0), ("-0.25", 0.0), ("-Infinity", 0.0)],
+)
+def test_any_prune_ratio_is_clamped_as_the_draft_clamps_it(ratio: str, effective: float) -> None:
+    """``delayedDeliveryPruneEligibleRatio`` is a double with no bound (apache/pulsar
+    ``ServiceConfiguration.java`` at 06ea0be755459d9186e0f54b098e7ecc9ed7f8d6); the manager maps
+    NaN to 0.5 and clamps into [0, 1] (apache/pulsar
+    ``InMemoryTopicDelayedDeliveryTrackerManager.java`` at the same commit, constructor)."""
+    f = from_profile(f"delayedDeliveryPruneEligibleRatio={ratio}")
+    assert f.prune.ratio == effective
+
+
+@pytest.mark.parametrize("idle", ["-1", "-9223372036854775808"])
+def test_an_idle_time_below_zero_removes_the_manager_at_once(idle: str) -> None:
+    """``delayedDeliveryTopicManagerIdleMillis`` is a long with no minimum (apache/pulsar
+    ``ServiceConfiguration.java`` at 06ea0be755459d9186e0f54b098e7ecc9ed7f8d6), and the factory
+    removes an unused manager at once when it is ``<= 0`` (apache/pulsar
+    ``InMemoryTopicDelayedDeliveryTrackerFactory.java`` at
+    32f21700bf0bdc1ab2a4c7724f56b0ef00a86634, ``newTracker0``)."""
+    f = from_profile(f"delayedDeliveryTopicManagerIdleMillis={idle}")
+    (s,) = subs(f, "s")
+    s.close()
+    assert f.managers == {}

@@ -16,7 +16,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from brokerlab.errors import Origin, PluginError, ProfileError
 from brokerlab.profiles import Profile, load_profile, profile_keys
 from brokerlab.profiles.loader import allowed_values, property_text
-from brokerlab.records import SettingsRecord
+from brokerlab.records import JAVA_INT, JAVA_LONG, JavaLong, SettingsRecord
 
 
 class Mini(BaseSettings):
@@ -661,6 +661,21 @@ def test_profile_keys_and_allowed_values() -> None:
     assert allowed_values(Mini.model_fields["by_expected"]) == "true or false"
 
 
+def test_a_bound_at_the_java_type_limit_is_not_spelled_out() -> None:
+    """A key Pulsar leaves unbounded carries its Java type's limit as its bound; the allowed
+    values then read as the type alone."""
+
+    class Unbounded(BaseModel):
+        any_int: int = Field(0, ge=JAVA_INT.low)
+        any_long: JavaLong = Field(0, ge=JAVA_LONG.low, le=JAVA_LONG.high)
+        positive_long: JavaLong = Field(1, ge=1)
+
+    fields = Unbounded.model_fields
+    assert allowed_values(fields["any_int"]) == "an integer"
+    assert allowed_values(fields["any_long"]) == "an integer"
+    assert allowed_values(fields["positive_long"]) == "an integer >= 1"
+
+
 def test_property_text() -> None:
     assert [property_text(v) for v in (None, True, False, 0.9, 7, ("a", "b"), "x")] == [
         "",
@@ -738,7 +753,7 @@ def test_real_model_typo_suggests_the_pulsar_key(tmp_path: Path) -> None:
         ),
         (
             "managedLedgerMaxUnackedRangesToPersistInZooKeeper=-2147483649",
-            "an integer >= -1, at least -2147483648 (a Java int)",
+            "an integer, at least -2147483648 (a Java int)",
         ),
         (
             "managedLedgerCacheEvictionTimeThresholdMillis=9223372036854775808",

@@ -17,6 +17,7 @@ import pytest
 from pydantic import TypeAdapter, ValidationError
 from pydantic.fields import FieldInfo
 
+from brokerlab.broker.broker import BrokerTuning
 from brokerlab.profiles.model import SECTIONS, BrokerSettings, field_for_key
 
 SHARED = Path(__file__).resolve().parents[2].parent / "shared"
@@ -236,7 +237,18 @@ def test_bound(alias: str, kind: str, limit: float, integral: bool) -> None:
         assert _valid(alias, below) and not _valid(alias, limit)
 
 
-@pytest.mark.parametrize("name", sorted(n for n, i in FIELDS.items() if i.annotation is float))
+# Numbers that take every value of their Java type, NaN included, with the reason.
+ANY_DOUBLE = {
+    "delayed_delivery_prune_eligible_ratio": (
+        "the PIP-448 draft clamps any double into [0, 1], NaN meaning 0.5 "
+        "(delayed-delivery.md §4.4)"
+    ),
+}
+
+
+@pytest.mark.parametrize(
+    "name", sorted(n for n, i in FIELDS.items() if i.annotation is float and n not in ANY_DOUBLE)
+)
 def test_ratios_and_rates_reject_nan(name: str) -> None:
     assert not _valid(ALIASES[name], math.nan)
 
@@ -248,7 +260,7 @@ def test_every_number_has_a_lower_bound() -> None:
         if any(t in str(info.annotation) for t in ("int", "float"))
         and not any(hasattr(m, "ge") or hasattr(m, "gt") for m in info.metadata)
     ]
-    assert unbounded == []
+    assert unbounded == sorted(ANY_DOUBLE)
 
 
 def test_pip299_byte_limit_range() -> None:
@@ -364,3 +376,80 @@ def test_deprecated_zookeeper_threshold() -> None:
     )
     both = BrokerSettings.model_validate({store: 50, zk: 7})
     assert both.unacked_ranges_to_persist_in_metadata_store == 7
+
+
+@pytest.mark.parametrize("zk", [0, -1, -7, -(2**31)])
+def test_a_zookeeper_threshold_of_zero_or_less_leaves_the_metadata_store_key(zk: int) -> None:
+    """``managedLedgerMaxUnackedRangesToPersistInZooKeeper`` is an ``int`` with no minimum, and
+    ``getManagedLedgerMaxUnackedRangesToPersistInMetadataStore()`` takes it only when it is above
+    0 (apache/pulsar ``pulsar-broker-common/.../ServiceConfiguration.java`` at
+    0023b9371b309b64aca6f47f03cd05aba78bb280): 0 and every negative value leave the
+    metadata-store key in effect."""
+    store = "managedLedgerMaxUnackedRangesToPersistInMetadataStore"
+    zk_key = "managedLedgerMaxUnackedRangesToPersistInZooKeeper"
+    settings = BrokerSettings.model_validate({store: 50, zk_key: zk})
+    assert settings.unacked_ranges_to_persist_in_metadata_store == 50
+
+
+def test_max_message_size_stops_where_pulsar_stops() -> None:
+    """apache/pulsar ``ServiceConfiguration.java`` at 0023b9371b309b64aca6f47f03cd05aba78bb280
+    declares ``maxMessageSize`` with ``@FieldContext(maxValue = Integer.MAX_VALUE -
+    Commands.MESSAGE_SIZE_FRAME_PADDING)`` (the padding is 10 * 1024), which
+    ``PulsarConfigurationLoader.isComplete`` enforces at start-up."""
+    assert _valid("maxMessageSize", 2**31 - 1 - 10 * 1024)
+    assert not _valid("maxMessageSize", 2**31 - 10 * 1024)
+
+
+@pytest.mark.parametrize(
+    ("ms", "effective"), [(10, 10), (1_000_000, 1_000_000), (2**40, 1_000_000)]
+)
+def test_the_cache_eviction_interval_is_capped_as_pulsar_caps_it(ms: int, effective: int) -> None:
+    """apache/pulsar ``ServiceConfiguration.java`` at 0023b9371b309b64aca6f47f03cd05aba78bb280:
+    ``getManagedLedgerCacheEvictionIntervalMs()`` returns at most
+    ``MAX_ML_CACHE_EVICTION_INTERVAL_MS`` (1000000) when the deprecated frequency is unset, and
+    ``ManagedLedgerClientFactory`` hands the factory that getter's value."""
+    settings = BrokerSettings.model_validate({"managedLedgerCacheEvictionIntervalMs": ms})
+    assert settings.cache_eviction_interval_ms == effective
+    tuning = BrokerTuning.from_settings(settings)
+    assert tuning.cache_eviction_interval_ns == effective * 1_000_000
+
+
+# Keys whose bound is narrower than what Pulsar accepts, because brokerlab cannot give the other
+# values Pulsar's meaning (or that meaning was not established); the description says why.
+NARROWER_THAN_PULSAR = [
+    "managedLedgerMaxEntriesPerLedger",
+    "managedLedgerMaxReadsInFlightSizeInMB",
+    "managedLedgerMaxReadsInFlightPermitsAcquireQueueSize",
+    "maxMessageSize",
+    "defaultNumberOfNamespaceBundles",
+    "dispatcherMaxReadBatchSize",
+    "dispatcherMaxReadSizeBytes",
+    "dispatcherMinReadBatchSize",
+    "dispatcherReadFailureBackoffInitialTimeInMs",
+    "dispatcherReadFailureBackoffMaxTimeInMs",
+    "managedLedgerCacheSizeMB",
+    "managedLedgerCacheEvictionWatermark",
+    "managedLedgerCacheEvictionTimeThresholdMillis",
+    "managedLedgerContinueCachingAddedEntriesAfterLastActiveCursorLeavesMillis",
+    "managedLedgerCursorBackloggedThreshold",
+]
+
+
+@pytest.mark.parametrize("alias", NARROWER_THAN_PULSAR)
+def test_a_bound_narrower_than_pulsars_says_why(alias: str) -> None:
+    """Each of these keys takes values in Pulsar that brokerlab refuses (apache/pulsar
+    ``ServiceConfiguration.java`` at 06ea0be755459d9186e0f54b098e7ecc9ed7f8d6 gives none of them
+    a ``@FieldContext`` minimum, and ``maxMessageSize`` only a maximum): the description names
+    what Pulsar does with them and why brokerlab does not follow."""
+    found = field_for_key(alias)
+    assert found is not None
+    description = found[1].description or ""
+    assert "Pulsar" in description and "brokerlab" in description
+
+
+@pytest.mark.parametrize("threshold", [-1, -(2**63)])
+def test_the_cursor_info_compression_threshold_takes_any_long(threshold: int) -> None:
+    """apache/pulsar ``ServiceConfiguration.java`` at 06ea0be755459d9186e0f54b098e7ecc9ed7f8d6
+    declares ``managedCursorInfoCompressionThresholdInBytes`` as a long with no minimum ("0 means
+    compression will always apply"; a negative threshold compresses every state as well)."""
+    assert _valid("managedCursorInfoCompressionThresholdInBytes", threshold)

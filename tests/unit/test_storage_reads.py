@@ -17,6 +17,7 @@ from brokerlab.broker.events import EventLoop
 from brokerlab.broker.ledger import NO_KEY, Ledger
 from brokerlab.broker.reads import Backoff, PendingReads, Storage
 from brokerlab.broker.simulator import wire_broker
+from brokerlab.errors import ProfileError
 from brokerlab.host import PluginHost
 from brokerlab.metrics import invariants
 from brokerlab.simulation import load_workload, simulate
@@ -187,6 +188,81 @@ def test_a_read_that_waits_past_the_timeout_fails_and_the_dispatcher_backs_off()
         loop.run_until(1500 * MS + n * 10 * MS)
         assert b.counters.delivered == sum(batches[:n])
     assert b.dispatchers[0].read_batch == 32
+
+
+@pytest.mark.parametrize("mb", ["0", "-1", "-9223372036854775808"])
+def test_an_in_flight_limit_of_zero_or_less_turns_the_limiter_off(mb: str) -> None:
+    """``managedLedgerMaxReadsInFlightSizeInMB`` is a ``long`` with no minimum (apache/pulsar
+    ``ServiceConfiguration.java`` at 06ea0be755459d9186e0f54b098e7ecc9ed7f8d6), and apache/pulsar
+    ``InflightReadsLimiter.java`` at 00c946d29b431ddba478f03df4c1e832f8e12685 enables the limiter
+    only when ``maxReadsInFlightSize`` is above 0."""
+    b, _ = broker(workload(""), f"managedLedgerMaxReadsInFlightSizeInMB={mb}")
+    assert b.tuning.reads_in_flight_bytes == 0
+
+
+def test_an_in_flight_limit_whose_bytes_overflow_a_java_long_is_refused() -> None:
+    """Pulsar multiplies the key by 1024 * 1024 in a Java long (ManagedLedgerClientFactory);
+    brokerlab refuses the values for which that overflows rather than model the wrap."""
+    key = "managedLedgerMaxReadsInFlightSizeInMB"
+    assert load_profile(None, [f"{key}={(2**63 - 1) // 2**20}"], host=HOST).get(key) == 2**43 - 1
+    with pytest.raises(ProfileError, match=key):
+        load_profile(None, [f"{key}={2**43}"], host=HOST)
+
+
+@pytest.mark.parametrize("timeout", ["0", "-1"])
+def test_a_permits_timeout_of_zero_or_less_waits_without_limit(timeout: str) -> None:
+    """``managedLedgerMaxReadsInFlightPermitsAcquireTimeoutMillis`` is a ``long`` with no
+    minimum; apache/pulsar ``InflightReadsLimiter.java`` at
+    00c946d29b431ddba478f03df4c1e832f8e12685 schedules no timeout check
+    (``scheduleTimeOutCheck``) and fails no queued read (``internalRelease``) when
+    ``acquireTimeoutMillis`` is 0 or less. The read of the timeout test above then waits in line
+    for good instead of failing after 1 s."""
+    b, loop = broker(
+        workload("read_latency_ms = 10"),
+        "managedLedgerMaxReadsInFlightSizeInMB=1",
+        SMALL_READS,
+        f"managedLedgerMaxReadsInFlightPermitsAcquireTimeoutMillis={timeout}",
+        "dispatcherMaxReadBatchSize=200",
+    )
+    loop.run_until(60_000 * MS)
+    assert b.counters.read_failures == 0
+    assert b.counters.delivered == 0
+
+
+SLOW_CONSUMER = """
+    name = "slow-consumer"
+    duration_s = 5
+    [[topics]]
+    name = "t"
+    rate = 1000
+    arrival = "constant"
+    [[topics.subscriptions]]
+    name = "s"
+    [[topics.subscriptions.consumers]]
+    rate = 1
+    receiver_queue_size = 10
+"""
+
+
+@pytest.mark.parametrize(("threshold", "active"), [("100", False), ("-1", True)])
+def test_a_backlogged_threshold_of_minus_one_keeps_cursors_active(
+    threshold: str, active: bool
+) -> None:
+    """apache/pulsar ``ServiceConfiguration.java`` at 06ea0be755459d9186e0f54b098e7ecc9ed7f8d6
+    documents ``managedLedgerCursorBackloggedThreshold`` (a long with no minimum): "Set to -1 to
+    disable this behavior". A consumer of one message a second falls hundreds of entries behind
+    in a second; the periodic check then makes its cursor inactive at 100, and leaves it active
+    at -1."""
+    b, loop = broker(
+        SLOW_CONSUMER,
+        "cacheEvictionByExpectedReadCount=false",
+        f"managedLedgerCursorBackloggedThreshold={threshold}",
+    )
+    loop.run_until(1000 * MS)
+    assert b.dispatchers[0].cursor.unread_entries() > 100
+    b.set_active(b.dispatchers[0], True)
+    b._check_active_cursors()
+    assert b.dispatchers[0].active is active
 
 
 def test_a_full_line_fails_the_read_at_once() -> None:

@@ -130,7 +130,7 @@ class BrokerTuning:
             max_entries_per_ledger=s.managed_ledger_max_entries_per_ledger,
             backlogged_threshold=s.managed_ledger_cursor_backlogged_threshold,
             expected_read_count_mode=s.cache_eviction_by_expected_read_count,
-            cache_eviction_interval_ns=s.managed_ledger_cache_eviction_interval_ms * MS,
+            cache_eviction_interval_ns=s.cache_eviction_interval_ms * MS,
             cursor_flush_interval_ns=s.managed_ledger_cursor_position_flush_seconds * NS,
             delayed_strict=s.is_delayed_delivery_deliver_at_time_strict,
             track_mark_delete=s.cache_eviction_by_mark_deleted_position,
@@ -510,7 +510,7 @@ class Broker:
         for dispatcher in self.dispatchers:
             if not dispatcher.connected or dispatcher.topic.held is not None:
                 continue  # no consumer, or closed while its bundle is unloaded
-            if self.tuning.expected_read_count_mode:
+            if self.tuning.expected_read_count_mode or threshold < 0:  # -1: never backlogged
                 self.set_active(dispatcher, True)
             else:
                 # Pulsar counts the entries not read yet (getNumberOfEntries), not the backlog

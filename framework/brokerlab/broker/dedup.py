@@ -115,7 +115,9 @@ class Deduplication:
         """``asyncMarkDelete(position, {producer: seq})`` with at most ``max_producers``."""
         self.snapshots += 1
         self.cursor.md = position
-        self.cursor.properties = dict(islice(self.highest.items(), self.max_producers))
+        # Pulsar adds producers while the snapshot holds fewer than the cap: none below 1.
+        cap = max(0, self.max_producers)
+        self.cursor.properties = dict(islice(self.highest.items(), cap))
         return self.persister.acked(self.cursor, [position[0]])
 
     def flush(self) -> PersistOutcome | None:

@@ -208,9 +208,20 @@ def _bounds_text(metadata: Iterable[Any]) -> str:
 def allowed_values(info: FieldInfo) -> str:
     """The values a field accepts, in words: ``an integer >= 0``, ``true or false``, ..."""
     annotation, metadata = _unwrap(info.annotation)
-    bounds = _bounds_text([*info.metadata, *metadata])
+    items = [*info.metadata, *metadata]
+    if annotation is int:
+        # A bound at the limit of the key's Java type (a key Pulsar does not bound) adds nothing.
+        java = _java_type(info, metadata)
+        items = [item for item in items if not _at_java_limit(item, java)]
+    bounds = _bounds_text(items)
     text = _kind_text(annotation)
     return f"{text} {bounds}" if bounds else text
+
+
+def _at_java_limit(item: object, java: JavaType) -> bool:
+    return (isinstance(item, annotated_types.Ge) and item.ge == java.low) or (
+        isinstance(item, annotated_types.Le) and item.le == java.high
+    )
 
 
 class _Rejected:

@@ -17,7 +17,7 @@ from pydantic import Field, field_validator
 from pydantic.fields import FieldInfo
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from brokerlab.records import JavaLong
+from brokerlab.records import JAVA_INT, JAVA_LONG, JavaLong
 
 __all__ = ["SECTIONS", "BrokerSettings", "field_for_key"]
 
@@ -35,6 +35,13 @@ Source = Literal["pulsar", "pip-299", "pip-81", "pip-448", "sim"]
 CompressionType = Literal["NONE", "LZ4", "ZLIB", "ZSTD", "SNAPPY"]
 
 _MB = 1024 * 1024
+# The lower bound of a key Pulsar does not bound: its Java type's (the loader checks that type).
+_ANY_INT = JAVA_INT.low
+_ANY_LONG = JAVA_LONG.low
+# Pulsar's maxMessageSize bound: a frame (message plus 10 KiB of padding) must fit a Java int.
+_MAX_MESSAGE_SIZE = JAVA_INT.high - 10 * 1024
+# Pulsar's getter caps managedLedgerCacheEvictionIntervalMs at MAX_ML_CACHE_EVICTION_INTERVAL_MS.
+_MAX_CACHE_EVICTION_INTERVAL_MS = 1_000_000
 _CACHE = "pip430-entry-cache.md"
 _DELAYED = "delayed-delivery.md"
 _ACK = "ack-state.md"
@@ -127,25 +134,29 @@ class BrokerSettings(BaseSettings):
         alias="managedLedgerMaxEntriesPerLedger",
         ge=1,
         description="Entries written to one data ledger before the managed ledger rolls over to a "
-        "new one. It also sets the span of one ledger's long-array ack state.",
+        "new one. It also sets the span of one ledger's long-array ack state. Pulsar sets no "
+        "minimum: below 1 a ledger is full at once but rolls over only after "
+        "managedLedgerMinLedgerRolloverTimeMinutes, which brokerlab does not model.",
         json_schema_extra=_ml(f"{_ACK} §9"),
     )
     managed_ledger_max_reads_in_flight_size_in_mb: JavaLong = Field(
         default=0,
         alias="managedLedgerMaxReadsInFlightSizeInMB",
-        ge=0,
+        ge=_ANY_LONG,
+        le=JAVA_LONG.high // _MB,
         description="Broker-wide limit on the estimated bytes of entries read (from storage or the "
-        "cache) and not yet handed to consumers, in MiB; 0 disables it. A read waits in line "
-        "until its estimate fits. A limit below dispatcherMaxReadSizeBytes / 1 MiB + 1 is raised "
-        "to that, as Pulsar's broker does.",
+        "cache) and not yet handed to consumers, in MiB; 0 or less disables it, as in Pulsar. A "
+        "read waits in line until its estimate fits. A limit below dispatcherMaxReadSizeBytes / "
+        "1 MiB + 1 is raised to that, as Pulsar's broker does. Above the upper bound Pulsar's "
+        "conversion to bytes overflows a Java long, which brokerlab does not reproduce.",
         json_schema_extra=_ml("issue #23 (storage reads)"),
     )
     managed_ledger_max_reads_in_flight_permits_acquire_timeout_millis: JavaLong = Field(
         default=60_000,
         alias="managedLedgerMaxReadsInFlightPermitsAcquireTimeoutMillis",
-        ge=0,
+        ge=_ANY_LONG,
         description="How long a read may wait in line for the in-flight limit before it fails "
-        "(the dispatcher then backs off); 0 waits without limit.",
+        "(the dispatcher then backs off); 0 or less waits without limit, as in Pulsar.",
         json_schema_extra=_ml("issue #23 (storage reads)"),
     )
     managed_ledger_max_reads_in_flight_permits_acquire_queue_size: int = Field(
@@ -153,15 +164,20 @@ class BrokerSettings(BaseSettings):
         alias="managedLedgerMaxReadsInFlightPermitsAcquireQueueSize",
         ge=1,
         description="Most reads that may wait in line for the in-flight limit; one more fails "
-        "at once.",
+        "at once. Pulsar sets no minimum, but its JCTools queue rounds the capacity up to a power "
+        "of two (so a value below 1 still leaves room); brokerlab takes the value as the line's "
+        "exact length and does not model that rounding.",
         json_schema_extra=_ml("issue #23 (storage reads)"),
     )
     max_message_size: int = Field(
         default=5_242_880,
         alias="maxMessageSize",
         ge=1,
+        le=_MAX_MESSAGE_SIZE,
         description="Largest message accepted, in bytes. A BookKeeper entry (such as a cursor's "
-        "ack-state entry) may be at most this plus 10 KiB of frame padding.",
+        "ack-state entry) may be at most this plus 10 KiB of frame padding. The upper bound is "
+        "Pulsar's; Pulsar sets no minimum, but below 1 byte every message would be refused, "
+        "which brokerlab does not model.",
         json_schema_extra=_ml(f"{_ACK} §2.5, §9"),
     )
 
@@ -173,7 +189,8 @@ class BrokerSettings(BaseSettings):
         le=1024,
         description="Bundles of a namespace: a topic belongs to the bundle its name hashes into, "
         "and a cluster of brokers (a workload's [cluster] table) places and hands over whole "
-        "bundles.",
+        "bundles. Pulsar takes 1 to 2^32 when it creates a namespace; the cap of 1024 is "
+        "brokerlab's, to keep a hand-over of a broker's bundles cheap.",
         json_schema_extra=_meta("Cluster", "pulsar", "issue #23 (a cluster of brokers)"),
     )
 
@@ -183,7 +200,8 @@ class BrokerSettings(BaseSettings):
         alias="dispatcherMaxReadBatchSize",
         ge=1,
         description="Most entries a subscription's dispatcher reads in one batch, from the cache "
-        "or from storage.",
+        "or from storage. Pulsar sets no minimum, but its managed cursor refuses a read of fewer "
+        "than 1 entry, so no subscription could read; brokerlab refuses such values.",
         json_schema_extra=_meta("Dispatcher", "pulsar", "issue #3 (broker model)"),
     )
     dispatcher_max_read_size_bytes: int = Field(
@@ -191,7 +209,10 @@ class BrokerSettings(BaseSettings):
         alias="dispatcherMaxReadSizeBytes",
         ge=1,
         description="Most bytes a subscription's dispatcher reads in one normal read: the batch is "
-        "capped at this divided by the topic's average entry size (at least one entry).",
+        "capped at this divided by the topic's average entry size (at least one entry). Pulsar "
+        "sets no minimum, but -1 makes its multi-consumer dispatchers skip every read (their "
+        "no-read marker) and other values below 1 read one entry at a time; brokerlab does not "
+        "model these.",
         json_schema_extra=_meta("Dispatcher", "pulsar", "issue #23 (storage reads)"),
     )
     dispatcher_min_read_batch_size: int = Field(
@@ -199,7 +220,9 @@ class BrokerSettings(BaseSettings):
         alias="dispatcherMinReadBatchSize",
         ge=1,
         description="Read batch size a dispatcher falls back to after a failed read; each "
-        "successful read doubles it again, up to dispatcherMaxReadBatchSize.",
+        "successful read doubles it again, up to dispatcherMaxReadBatchSize. Pulsar sets no "
+        "minimum, but its managed cursor refuses a read of fewer than 1 entry; brokerlab refuses "
+        "such values.",
         json_schema_extra=_meta("Dispatcher", "pulsar", "issue #23 (storage reads)"),
     )
     dispatcher_read_failure_backoff_initial_time_in_ms: int = Field(
@@ -208,14 +231,18 @@ class BrokerSettings(BaseSettings):
         ge=0,
         description="How long a dispatcher waits before reading again after its first failed "
         "read (here: a read refused by the in-flight reads limiter); doubles with each further "
-        "failure, halves with each success.",
+        "failure, halves with each success. Pulsar sets no minimum; its older Backoff retries at "
+        "once below 0, but the backoff builder its Shared dispatcher uses was not checked, so "
+        "brokerlab refuses such values.",
         json_schema_extra=_meta("Dispatcher", "pulsar", "issue #23 (storage reads)"),
     )
     dispatcher_read_failure_backoff_max_time_in_ms: int = Field(
         default=60_000,
         alias="dispatcherReadFailureBackoffMaxTimeInMs",
         ge=0,
-        description="Longest wait between a failed read and the next attempt.",
+        description="Longest wait between a failed read and the next attempt. Pulsar sets no "
+        "minimum; below the initial wait the initial wait applies, as here, but brokerlab "
+        "refuses a negative value, like a negative initial wait.",
         json_schema_extra=_meta("Dispatcher", "pulsar", "issue #23 (storage reads)"),
     )
 
@@ -226,7 +253,9 @@ class BrokerSettings(BaseSettings):
         ge=0,
         description="Broker-wide entry-cache limit, in MiB; 0 disables caching. Empty means "
         "max(64, 20% of sim.maxDirectMemoryMB), following the spec (broker.conf's comment "
-        "mentions only the 1/5 of direct memory).",
+        "mentions only the 1/5 of direct memory). Pulsar sets no minimum, but disables the cache "
+        "only at exactly 0: a negative limit keeps a cache that evicts all it holds, which "
+        "brokerlab does not model.",
         json_schema_extra=_cache("§6"),
     )
     managed_ledger_cache_eviction_watermark: float = Field(
@@ -236,7 +265,10 @@ class BrokerSettings(BaseSettings):
         le=1.0,
         allow_inf_nan=False,
         description="Fraction of the cache limit that a size eviction frees the cache down to. "
-        "Size eviction starts once the cache holds more than 0.98 of the limit.",
+        "Size eviction starts once the cache holds more than 0.98 of the limit. Pulsar does not "
+        "check the value: outside [0, 1] the eviction target leaves the limit (above 1 the cache "
+        "outgrows it), and NaN or an infinity goes through Java's long cast; brokerlab keeps the "
+        "fractions.",
         json_schema_extra=_cache("§2.5, §6"),
     )
     managed_ledger_cache_eviction_interval_ms: JavaLong = Field(
@@ -244,7 +276,8 @@ class BrokerSettings(BaseSettings):
         alias="managedLedgerCacheEvictionIntervalMs",
         ge=1,
         description="Delay between two runs of the periodic cache-eviction task, in milliseconds "
-        "(fixed delay).",
+        "(fixed delay); as in Pulsar, values above 1000000 act as 1000000. Pulsar fails to start "
+        "below 1 (the task cannot be scheduled).",
         json_schema_extra=_cache("§0.5, §6"),
     )
     managed_ledger_cache_eviction_time_threshold_millis: JavaLong = Field(
@@ -252,7 +285,9 @@ class BrokerSettings(BaseSettings):
         alias="managedLedgerCacheEvictionTimeThresholdMillis",
         ge=0,
         description="Time to live of a cached entry, in milliseconds. Each TTL extension grants "
-        "one more TTL counted from the eviction check.",
+        "one more TTL counted from the eviction check. Pulsar sets no minimum: below 0 the expiry "
+        "cut-off lies in the future and every check finds every entry expired, which brokerlab "
+        "does not model.",
         json_schema_extra=_cache("§2.4, §6"),
     )
     cache_eviction_by_expected_read_count: bool = Field(
@@ -266,9 +301,9 @@ class BrokerSettings(BaseSettings):
     managed_ledger_cache_eviction_extend_ttl_of_entries_with_remaining_expected_reads_max_times: int = Field(  # noqa: E501
         default=5,
         alias="managedLedgerCacheEvictionExtendTTLOfEntriesWithRemainingExpectedReadsMaxTimes",
-        ge=0,
+        ge=_ANY_INT,
         description="How many times an entry that still has expected reads is requeued instead of "
-        "expiring. The counter is shared with the recently-accessed requeues.",
+        "expiring (0 or less: never). The counter is shared with the recently-accessed requeues.",
         json_schema_extra=_cache("§2.4, §6"),
     )
     managed_ledger_cache_eviction_extend_ttl_of_recently_accessed: bool = Field(
@@ -286,7 +321,8 @@ class BrokerSettings(BaseSettings):
         ge=0,
         description="How long, in milliseconds, newly added entries are still cached after the "
         "last active cursor leaves or the ledger is loaded (PIP-430 mode only). Empty means twice "
-        "managedLedgerCacheEvictionTimeThresholdMillis.",
+        "managedLedgerCacheEvictionTimeThresholdMillis. Pulsar sets no minimum; how its cursor "
+        "container reads a negative window was not checked, so brokerlab refuses one.",
         json_schema_extra=_cache("§3.5, §6"),
     )
     cache_eviction_by_mark_deleted_position: bool = Field(
@@ -299,16 +335,18 @@ class BrokerSettings(BaseSettings):
     managed_ledger_cursor_backlogged_threshold: JavaLong = Field(
         default=1000,
         alias="managedLedgerCursorBackloggedThreshold",
-        ge=0,
+        ge=-1,
         description="Entries left to read (from the read position, less individual acks) at "
         "or above which a cursor counts as backlogged and is made inactive, so it no longer keeps "
-        "entries cached.",
+        "entries cached; -1 turns this off (cursors with consumers stay active), as Pulsar's "
+        "configuration documents. Pulsar sets no minimum, but documents no other negative value; "
+        "brokerlab refuses them.",
         json_schema_extra=_cache("§3.4, §6"),
     )
     managed_ledger_minimum_backlog_cursors_for_caching: int = Field(
         default=0,
         alias="managedLedgerMinimumBacklogCursorsForCaching",
-        ge=0,
+        ge=_ANY_INT,
         description="Legacy backlogged-cursor caching: how many cursors with a similar backlog "
         "make a backlogged cursor cache its storage reads; below 1 the feature is off.",
         json_schema_extra=_cache("§5.3, §6"),
@@ -316,17 +354,17 @@ class BrokerSettings(BaseSettings):
     managed_ledger_minimum_backlog_entries_for_caching: int = Field(
         default=1000,
         alias="managedLedgerMinimumBacklogEntriesForCaching",
-        ge=0,
+        ge=_ANY_INT,
         description="Legacy backlogged-cursor caching: the smallest backlog, in entries, for a "
-        "cursor to be considered.",
+        "cursor to be considered (0 or less: every cursor).",
         json_schema_extra=_cache("§5.3, §6"),
     )
     managed_ledger_max_backlog_between_cursors_for_caching: int = Field(
         default=1000,
         alias="managedLedgerMaxBacklogBetweenCursorsForCaching",
-        ge=0,
+        ge=_ANY_INT,
         description="Legacy backlogged-cursor caching: the largest backlog difference, in entries, "
-        "for two cursors to count as similar.",
+        "for two cursors to count as similar (below 0: no two cursors are).",
         json_schema_extra=_cache("§5.3, §6"),
     )
 
@@ -334,36 +372,37 @@ class BrokerSettings(BaseSettings):
     managed_ledger_max_unacked_ranges_to_persist: int = Field(
         default=10_000,
         alias="managedLedgerMaxUnackedRangesToPersist",
-        ge=0,
+        ge=_ANY_INT,
         description="Most acknowledgement-hole ranges a cursor persists; ranges above the cap are "
         "kept in memory only and redelivered after a crash. Also the PIP-299 pause threshold. "
-        "Pulsar 5.0 raises it to 200000; ignored by the PIP-299 byte-limit persister.",
+        "Below 0 it persists no range, as 0 does, and the pause holds even with no hole, as in "
+        "Pulsar. Pulsar 5.0 raises it to 200000; ignored by the PIP-299 byte-limit persister.",
         json_schema_extra=_ack("§0.1, §4, §9"),
     )
     managed_ledger_max_unacked_ranges_to_persist_in_metadata_store: int = Field(
         default=1000,
         alias="managedLedgerMaxUnackedRangesToPersistInMetadataStore",
-        ge=-1,
+        ge=_ANY_INT,
         description="On cursor close, state with more ranges than this goes to the cursor ledger, "
-        "otherwise to the metadata store; -1 sends every close of a writable cursor ledger to "
-        "the ledger. Pulsar 5.0 raises it to 200000.",
+        "otherwise to the metadata store; any value below 0 (Pulsar's tests use -1) sends every "
+        "close of a writable cursor ledger to the ledger. Pulsar 5.0 raises it to 200000.",
         json_schema_extra=_ack("§3.7, §9"),
     )
     managed_ledger_max_unacked_ranges_to_persist_in_zoo_keeper: int = Field(
         default=-1,
         alias="managedLedgerMaxUnackedRangesToPersistInZooKeeper",
-        ge=-1,
+        ge=_ANY_INT,
         description="Deprecated older name of "
-        "managedLedgerMaxUnackedRangesToPersistInMetadataStore; -1 means unset, and a value of 0 "
-        "or more is used in its place.",
+        "managedLedgerMaxUnackedRangesToPersistInMetadataStore: a value above 0 is used in its "
+        "place; 0 or less (-1 by default) leaves it unset, as in Pulsar.",
         json_schema_extra=_ack("§9"),
     )
     managed_ledger_max_batch_deleted_index_to_persist: int = Field(
         default=10_000,
         alias="managedLedgerMaxBatchDeletedIndexToPersist",
-        ge=0,
-        description="Most batch-index bitsets (partly acknowledged batches) a cursor persists. "
-        "Pulsar 5.0 raises it to 200000.",
+        ge=_ANY_INT,
+        description="Most batch-index bitsets (partly acknowledged batches) a cursor persists "
+        "(0 or less: none). Pulsar 5.0 raises it to 200000.",
         json_schema_extra=_ack("§4, §9"),
     )
     managed_ledger_persist_individual_ack_as_long_array: bool = Field(
@@ -401,9 +440,10 @@ class BrokerSettings(BaseSettings):
         default=1.0,
         alias="managedLedgerDefaultMarkDeleteRateLimit",
         ge=0.0,
-        allow_inf_nan=False,
+        allow_inf_nan=True,  # +Infinity, as Pulsar's Guava limiter takes it; ge still refuses NaN
         description="Ack-state persists per second allowed per cursor; calls over the rate only "
-        "mark the cursor dirty. 0 turns the limiter off.",
+        "mark the cursor dirty. 0 turns the limiter off; Infinity lets every call through, as "
+        "in Pulsar.",
         json_schema_extra=_ack("§3.4, §9"),
     )
     managed_ledger_cursor_position_flush_seconds: int = Field(
@@ -417,16 +457,20 @@ class BrokerSettings(BaseSettings):
     managed_ledger_cursor_max_entries_per_ledger: int = Field(
         default=50_000,
         alias="managedLedgerCursorMaxEntriesPerLedger",
-        ge=1,
-        description="Entries appended to a cursor ledger before it is rolled over to a new one.",
+        ge=_ANY_INT,
+        description="Entries appended to a cursor ledger before it is rolled over to a new one: "
+        "as in Pulsar, the append whose entry id reaches this value rolls it (0 or less: every "
+        "append).",
         json_schema_extra=_ack("§3.5, §9"),
     )
     managed_ledger_cursor_rollover_time_in_seconds: int = Field(
         default=14_400,
         alias="managedLedgerCursorRolloverTimeInSeconds",
-        ge=0,
+        ge=_ANY_INT,
         description="Age, in seconds, after which a cursor ledger is rolled over on its next "
-        "append.",
+        "append: as in Pulsar, an append more than this many whole milliseconds after the last "
+        "switch (0 or less: every append a millisecond or more later). Pulsar computes the "
+        "milliseconds in a Java int, so above 2147483 s the value wraps; brokerlab wraps it too.",
         json_schema_extra=_ack("§3.5, §9"),
     )
     managed_cursor_info_compression_type: CompressionType = Field(
@@ -440,9 +484,9 @@ class BrokerSettings(BaseSettings):
     managed_cursor_info_compression_threshold_in_bytes: JavaLong = Field(
         default=16_384,
         alias="managedCursorInfoCompressionThresholdInBytes",
-        ge=0,
+        ge=_ANY_LONG,
         description="Cursor state written to the metadata store is compressed only when larger "
-        "than this many bytes.",
+        "than this many bytes (0 or less: always, as in Pulsar).",
         json_schema_extra=_ack("§2.4, §9"),
     )
     broker_deduplication_enabled: bool = Field(
@@ -455,15 +499,17 @@ class BrokerSettings(BaseSettings):
     broker_deduplication_max_number_of_producers: int = Field(
         default=10_000,
         alias="brokerDeduplicationMaxNumberOfProducers",
-        ge=0,
-        description="Most producers whose last sequence id one deduplication snapshot records.",
+        ge=_ANY_INT,
+        description="Most producers whose last sequence id one deduplication snapshot records "
+        "(0 or less: none).",
         json_schema_extra=_ack("§7, §9"),
     )
     broker_deduplication_entries_interval: int = Field(
         default=1000,
         alias="brokerDeduplicationEntriesInterval",
-        ge=1,
-        description="Persisted entries between two deduplication snapshots.",
+        ge=_ANY_INT,
+        description="Persisted entries between two deduplication snapshots (1 or less: a snapshot "
+        "after every entry).",
         json_schema_extra=_ack("§7, §9"),
     )
     managed_ledger_max_ack_state_in_bytes_to_persist: int = Field(
@@ -535,36 +581,35 @@ class BrokerSettings(BaseSettings):
     delayed_delivery_fixed_delay_detection_lookahead: JavaLong = Field(
         default=50_000,
         alias="delayedDeliveryFixedDelayDetectionLookahead",
-        ge=0,
+        ge=_ANY_LONG,
         description="Number of buffered delayed messages, all in delivery-time order, after which "
-        "the dispatcher stops reading new entries until some are due; 0 disables the pause.",
+        "the dispatcher stops reading new entries until some are due; 0 or less disables the "
+        "pause, as in Pulsar.",
         json_schema_extra=_delayed("§3.9, §5"),
     )
     delayed_delivery_prune_min_interval_millis: JavaLong = Field(
         default=0,
         alias="delayedDeliveryPruneMinIntervalMillis",
-        ge=0,
+        ge=_ANY_LONG,
         description="PIP-448: minimum time between two prunes of a topic's shared delayed index, "
-        "in milliseconds; 0 means adaptive, the tick clamped to 5..50 ms.",
+        "in milliseconds; 0 or less means adaptive, the tick clamped to 5..50 ms.",
         json_schema_extra=_delayed("§0.2, §4.4, §5", "pip-448"),
     )
     delayed_delivery_prune_eligible_ratio: float = Field(
         default=0.5,
         alias="delayedDeliveryPruneEligibleRatio",
-        ge=0.0,
-        le=1.0,
-        allow_inf_nan=False,
+        allow_inf_nan=True,  # any double, as the PIP-448 draft takes it
         description="PIP-448: share of a topic's subscriptions that must have a due message before "
-        "a timer firing tries to prune. Pulsar clamps values into [0, 1] (NaN means 0.5); "
-        "brokerlab rejects them instead.",
+        "a timer firing tries to prune. As in the PIP-448 draft, any value is clamped into "
+        "[0, 1] and NaN means 0.5.",
         json_schema_extra=_delayed("§0.2, §4.4, §5", "pip-448"),
     )
     delayed_delivery_topic_manager_idle_millis: JavaLong = Field(
         default=0,
         alias="delayedDeliveryTopicManagerIdleMillis",
-        ge=0,
+        ge=_ANY_LONG,
         description="PIP-448: how long, in milliseconds, a topic's tracker manager with no "
-        "subscriptions is kept for reuse; 0 removes it at once.",
+        "subscriptions is kept for reuse; 0 or less removes it at once.",
         json_schema_extra=_delayed("§0.2, §4.6, §5", "pip-448"),
     )
 
@@ -587,6 +632,12 @@ class BrokerSettings(BaseSettings):
         return mb * _MB
 
     @property
+    def cache_eviction_interval_ms(self) -> int:
+        """Effective period of the cache-eviction task (``managedLedgerCacheEvictionIntervalMs``,
+        capped as Pulsar's getter caps it)."""
+        return min(self.managed_ledger_cache_eviction_interval_ms, _MAX_CACHE_EVICTION_INTERVAL_MS)
+
+    @property
     def continue_caching_window_ms(self) -> int:
         """Effective continue-caching window in milliseconds (empty: twice the cache TTL)."""
         window = self.managed_ledger_continue_caching_added_entries_after_last_active_cursor_leaves_millis  # noqa: E501
@@ -604,9 +655,9 @@ class BrokerSettings(BaseSettings):
     @property
     def unacked_ranges_to_persist_in_metadata_store(self) -> int:
         """Effective close-time metadata-store threshold (the deprecated ZooKeeper key wins when
-        set)."""
+        above 0)."""
         legacy = self.managed_ledger_max_unacked_ranges_to_persist_in_zoo_keeper
-        if legacy >= 0:
+        if legacy > 0:  # Pulsar's getter: 0 leaves the metadata-store key in effect too
             return legacy
         return self.managed_ledger_max_unacked_ranges_to_persist_in_metadata_store
 

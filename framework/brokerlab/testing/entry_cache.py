@@ -126,7 +126,7 @@ class CacheBench:
         self.cache: EntryCache = self.record.factory(self.context)
         self.limit: int = settings.cache_size_bytes
         self.ttl_ms: int = settings.managed_ledger_cache_eviction_time_threshold_millis
-        self.interval_ms: int = settings.managed_ledger_cache_eviction_interval_ms
+        self.interval_ms: int = settings.cache_eviction_interval_ms
         interval = self.interval_ms * MS
         self.loop.call_every(interval, interval, self.cache.evict_expired)
         self.cursors: dict[str, CursorContainer] = {}

@@ -45,7 +45,7 @@ class _Crossing:
         self.armed = True
 
     def build(self, total: int, limit: int, cursor: str) -> None:
-        if total <= limit:
+        if total <= max(limit, 0):  # a cap below 0 cuts what 0 cuts: everything, if anything
             self.armed = True
             return
         self.count += 1
@@ -84,7 +84,7 @@ class RangeCountEncoder:
 
     def _kept_ranges(self, snap: Snapshot) -> int:
         self.ranges_cut.build(len(snap.ranges), self.max_ranges, self.cursor)
-        return min(len(snap.ranges), self.max_ranges)
+        return max(0, min(len(snap.ranges), self.max_ranges))
 
     def entry(self, snap: Snapshot) -> Encoded:
         batches = self._batches(snap)

@@ -36,6 +36,7 @@ from brokerlab_plugins.ack_state.shapes import Range, Snapshot, recovered
 __all__ = ["CursorStorage", "Encoded", "MetadataNodes"]
 
 NS: Final = 1_000_000_000
+MS: Final = 1_000_000
 FIRST_CURSOR_LEDGER: Final = 1_000_000
 
 
@@ -160,7 +161,9 @@ class CursorStorage:
         self._entries = 0
         self.ledger_entries = 0
         self._max_entries = max_entries_per_ledger
-        self._rollover_ns = rollover_seconds * NS
+        # Pulsar's shouldCloseLedger multiplies the seconds by 1000 in a Java int (it wraps
+        # above 2147483 s) and compares whole milliseconds.
+        self._rollover_ms = _java_int(rollover_seconds * 1000)
         self._created_ns = 0
         # The last entry's parts, not the Encoded: they stay until the next write, when an
         # encoding, its snapshot or even a tuple of them would be freed long out of the
@@ -240,8 +243,9 @@ class CursorStorage:
             node = self._fall_back(entry.snap)
             return _landed(node, spent + node.bytes, True)
         spent += self._append(entry)
-        if self._entries - 1 >= self._max_entries or (
-            self._rollover_ns > 0 and now_ns - self._created_ns >= self._rollover_ns
+        if (
+            self._entries - 1 >= self._max_entries
+            or now_ns // MS - self._created_ns // MS > self._rollover_ms
         ):
             spent += self._switch(entry)
             self.rollovers += 1
@@ -373,3 +377,8 @@ class CursorStorage:
         self.metadata_store_writes += 1
         self.oversize_entries += oversize
         return encoded
+
+
+def _java_int(value: int) -> int:
+    """``value`` as a Java int computes it: wrapped into 32 bits."""
+    return (value + 2**31) % 2**32 - 2**31

@@ -63,7 +63,7 @@ def replay_trace(request: SimulationRequest) -> tuple[Trace, npt.NDArray[np.bool
         cache,
         choices.cursor_container.record.factory(),
         loop,
-        eviction_interval_ns=settings.managed_ledger_cache_eviction_interval_ms * _MS,
+        eviction_interval_ns=settings.cache_eviction_interval_ms * _MS,
         entries_per_ledger=workload.entries_per_ledger
         or settings.managed_ledger_max_entries_per_ledger,
         admission=workload.admission,

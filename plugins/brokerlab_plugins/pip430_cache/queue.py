@@ -93,7 +93,7 @@ class RemovalQueue:
         )
         # With the built-in predicates an entry is requeued at most 1 + max_requeues times in one
         # pass; past that a third-party predicate is looping, and the pass falls back to its rule.
-        self._requeue_budget = max_requeues + 2
+        self._requeue_budget = max(0, max_requeues) + 2  # a cap below 0 requeues as 0 does
 
     def __len__(self) -> int:
         return len(self._queue) - self._head
