@@ -42,14 +42,6 @@ ENTRIES = 100
 # A storage read taking no time (the dispatcher reads synchronously) or 10 ms (reads under way).
 LATENCIES = pytest.mark.parametrize("latency_ms", [0, 10], ids=["instant", "10ms"])
 
-SPLIT_READ = (
-    "defect: a dispatcher read whose missing entries form several runs goes to storage as one "
-    "read operation (storage_read_ops +1, and under read latency one PendingReads span from the "
-    "first to the last missing entry), where PIP-430's RangeEntryCacheImpl reads each contiguous "
-    "missing run separately; the entries read are the right ones. The split belongs to the "
-    "broker's read path (framework/brokerlab/broker/dispatcher.py _fetch/_fetch_op, reads.py), "
-    "outside the cache plugins"
-)
 
 
 def _bench(latency_ms: int, *cached: int) -> ReadBench:
@@ -70,7 +62,6 @@ def _check(b: ReadBench, *, hits: int, storage_reads: int) -> None:
     assert counters.storage_read_ops == storage_reads
 
 
-@pytest.mark.xfail(strict=True, reason=SPLIT_READ)
 @reexpresses(UPSTREAM, "testPartialCachingWithMiddleEntryInCache")
 @LATENCIES
 def test_one_cached_entry_in_the_middle_splits_the_storage_read_in_two(latency_ms: int) -> None:
@@ -93,7 +84,6 @@ def test_a_cached_last_entry_leaves_one_storage_read_before_it(latency_ms: int) 
     _check(_bench(latency_ms, 99), hits=1, storage_reads=1)
 
 
-@pytest.mark.xfail(strict=True, reason=SPLIT_READ)
 @reexpresses(UPSTREAM, "testPartialCachingWithMiddleRangeInCache")
 @LATENCIES
 def test_a_cached_run_in_the_middle_splits_the_storage_read_in_two(latency_ms: int) -> None:
@@ -109,7 +99,6 @@ def test_a_cached_first_run_leaves_one_storage_read_after_it(latency_ms: int) ->
     _check(_bench(latency_ms, 0, 1), hits=2, storage_reads=1)
 
 
-@pytest.mark.xfail(strict=True, reason=SPLIT_READ)
 @reexpresses(UPSTREAM, "testPartialCachingWithLastRangeInCache")
 @LATENCIES
 def test_the_last_range_case_as_upstream_runs_it(latency_ms: int) -> None:
@@ -121,7 +110,6 @@ def test_the_last_range_case_as_upstream_runs_it(latency_ms: int) -> None:
     _check(b, hits=1, storage_reads=2)
 
 
-@pytest.mark.xfail(strict=True, reason=SPLIT_READ)
 @reexpresses(UPSTREAM, "testPartialCachingWithMultipleEntriesInCache")
 @LATENCIES
 def test_scattered_cached_entries_leave_one_storage_read_per_gap(latency_ms: int) -> None:

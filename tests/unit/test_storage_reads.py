@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 import textwrap
 from functools import partial
+from itertools import pairwise
 
 import pytest
 from hypothesis import given
@@ -15,7 +16,7 @@ from brokerlab import load_profile
 from brokerlab.broker.broker import Broker, Counters
 from brokerlab.broker.events import EventLoop
 from brokerlab.broker.ledger import NO_KEY, Ledger
-from brokerlab.broker.reads import Backoff, PendingReads, Storage
+from brokerlab.broker.reads import Backoff, PendingReads, Storage, contiguous_runs
 from brokerlab.broker.simulator import wire_broker
 from brokerlab.errors import ProfileError
 from brokerlab.host import PluginHost
@@ -408,3 +409,14 @@ def test_pending_reads_serve_every_entry_once_and_in_time(
     requested = sum(len(misses) for _, misses in asked.values())
     assert counters.storage_entries_read + counters.storage_entries_shared == requested
     assert counters.storage_entries_read == sum(len(ids) for ids in cached.values())
+
+
+@given(st.sets(st.integers(0, 200), min_size=1))
+def test_contiguous_runs_cut_only_where_an_id_is_skipped(ids: set[int]) -> None:
+    """Against the definition: the runs concatenate back to the ids, each run is consecutive,
+    and consecutive runs are separated by at least one missing id."""
+    entry_ids = sorted(ids)
+    runs = contiguous_runs(entry_ids)
+    assert [e for run in runs for e in run] == entry_ids
+    assert all(run == list(range(run[0], run[-1] + 1)) for run in runs)
+    assert all(a[-1] + 1 < b[0] for a, b in pairwise(runs))

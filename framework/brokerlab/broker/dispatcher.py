@@ -36,7 +36,7 @@ from brokerlab.broker.ledger import (
     BoxedPosition,
     Ledger,
 )
-from brokerlab.broker.reads import Backoff, ReadOp, Reads
+from brokerlab.broker.reads import Backoff, ReadOp, Reads, contiguous_runs
 from brokerlab.broker.replay import ReplayQueue
 from brokerlab.broker.settlement import ProcessQueue, start_processing
 from brokerlab.broker.streams import stream
@@ -366,14 +366,15 @@ class Dispatcher:
         broker = self.broker
         misses = broker.cache_read(topic, ledger_id, first, last, self.cursor.name)
         if misses:
+            counters = broker.counters
             if len(misses) == last - first + 1:
                 # Every entry missed: misses are ids of first..last in order (the protocol's
                 # promise), so a slice gives their sizes.
                 miss_sizes = ledger.column(SIZE, first, last + 1)
+                counters.storage_read_ops += 1
             else:
                 miss_sizes = [ledger.field(e, SIZE) for e in misses]
-            counters = broker.counters
-            counters.storage_read_ops += 1
+                counters.storage_read_ops += len(contiguous_runs(misses))
             counters.storage_entries_read += len(misses)
             # A loop, not sum(): compiled, sum is a call through the builtins module.
             total = 0
@@ -469,11 +470,15 @@ class Dispatcher:
         reader = self.cursor.name
         for ledger, first, last in op.runs:
             misses = broker.cache_read(topic, ledger.boxed_id, first, last, reader)
-            if misses:
+            if not misses:
+                continue
+            # One storage read per contiguous run of misses: a BookKeeper read is a range.
+            runs = [misses] if len(misses) == last - first + 1 else contiguous_runs(misses)
+            for run in runs:
                 op.waiting += 1
                 reads.pending.read(
                     ledger,
-                    misses,
+                    run,
                     partial(self._cache_fill, op, ledger),
                     partial(self._storage_arrived, op),
                 )

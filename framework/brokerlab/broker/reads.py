@@ -47,6 +47,7 @@ __all__ = [
     "ReadOp",
     "Reads",
     "Storage",
+    "contiguous_runs",
 ]
 
 MS: Final = 1_000_000
@@ -55,6 +56,23 @@ MIB: Final = 1024 * 1024
 # (RangeEntryCacheImpl).
 READ_OVERHEAD_PER_ENTRY: Final = 64
 DEFAULT_ESTIMATED_ENTRY_SIZE: Final = 10 * 1024
+
+
+def contiguous_runs(entry_ids: list[int]) -> list[list[int]]:
+    """``entry_ids`` (ascending) cut where they skip an id: each run is one storage read, since
+    BookKeeper reads a range of entries (Pulsar's PIP-430 cache reads each missing run apart)."""
+    runs: list[list[int]] = []
+    run: list[int] = []
+    previous = -2
+    for entry_id in entry_ids:
+        if entry_id != previous + 1 and run:
+            runs.append(run)
+            run = []
+        run.append(entry_id)
+        previous = entry_id
+    if run:
+        runs.append(run)
+    return runs
 
 
 class Storage:

@@ -152,10 +152,15 @@ class LegacyEntryCache:
                 return []
             counters.cache_misses += 1
             return [first]
-        misses = [e for e in range(first, last + 1) if base + e not in entries]
-        counters.cache_misses += len(misses)
-        counters.cache_hits += last - first + 1 - len(misses)
-        return misses
+        count = last - first + 1
+        for e in range(first, last + 1):
+            if base + e not in entries:
+                # Not all cached: the whole range is read from storage again and the cached
+                # entries are released unused (pre-PIP-430 RangeEntryCacheImpl.asyncReadEntry0).
+                counters.cache_misses += count
+                return list(range(first, last + 1))
+        counters.cache_hits += count
+        return []
 
     def storage_read(
         self,
