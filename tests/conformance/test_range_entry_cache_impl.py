@@ -43,7 +43,6 @@ ENTRIES = 100
 LATENCIES = pytest.mark.parametrize("latency_ms", [0, 10], ids=["instant", "10ms"])
 
 
-
 def _bench(latency_ms: int, *cached: int) -> ReadBench:
     b = read_bench(UPSTREAM.profile or "", entries=ENTRIES, size=1024, read_latency_ms=latency_ms)
     b.cache(*cached)
