@@ -15,7 +15,7 @@ import tomllib
 import traceback
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from brokerlab import __version__
 from brokerlab._api import load_profile, make_host
@@ -30,6 +30,9 @@ from brokerlab.profiles.reference import render_reference_markdown
 from brokerlab.records import SimulatorRecord
 from brokerlab.simulation import load_workload, profile_simulators, simulate
 from brokerlab.textui import ProgressBar, format_result, metrics_markdown
+
+if TYPE_CHECKING:  # the report imports pandas: only when a command makes one
+    from brokerlab.report.verdicts import WorkloadVerdict
 
 __all__ = ["main"]
 
@@ -517,11 +520,38 @@ def _add_matrix_commands(commands: Any) -> None:
         metavar="DIR",
         help="results folder (default results/<UTC timestamp>/; an existing one is resumed)",
     )
+    matrix.add_argument("--baseline", metavar="NAME", help=_BASELINE_HELP)
     matrix.set_defaults(handler=_cmd_matrix)
 
     report = commands.add_parser("report", help="rebuild report.html from a matrix's results")
     report.add_argument("out", type=Path, metavar="DIR", help="a brokerlab matrix --out folder")
+    report.add_argument("--baseline", metavar="NAME", help=_BASELINE_HELP)
     report.set_defaults(handler=_cmd_report)
+
+
+_BASELINE_HELP = (
+    "the configuration every other is compared with in the verdicts: a profile name (its first "
+    "--set values) or a configuration label as the report shows it (default: the first --profile)"
+)
+
+
+def _check_baseline(baseline: str | None, profiles: Sequence[str]) -> None:
+    """Refuse a --baseline that no configuration of the matrix can have, before Spark starts."""
+    from brokerlab.spark.cells import profile_labels
+
+    labels = profile_labels(profiles)
+    if baseline is None or any(baseline == x or baseline.startswith(f"{x} ") for x in labels):
+        return
+    raise ProfileError(
+        "names none of the profiles", key="--baseline", value=baseline, allowed=", ".join(labels)
+    )
+
+
+def _verdict_lines(verdicts: Sequence[WorkloadVerdict]) -> str:
+    """One line per workload, as the report opens with them."""
+    if not verdicts:
+        return ""
+    return "verdicts:\n" + "".join(f"  {v.line()}\n" for v in verdicts)
 
 
 def _runs_pulsar(profile: Profile, host: PluginHost) -> bool:
@@ -572,14 +602,17 @@ def _cmd_matrix(args: argparse.Namespace, host: PluginHost, out: TextIO) -> int:
         engine=args.engine,
         spark_conf=conf,
     )
+    _check_baseline(args.baseline, profiles)
     outcome = run_matrix(request, host, sys.stderr)
-    report = build_report(outcome.out)
+    report = build_report(outcome.out, baseline=args.baseline)
     out.write(
-        f"{outcome.cells} cells ({outcome.resumed} resumed, {outcome.ran} run, "
-        f"{len(outcome.failed)} failed)\n"
-        f"results: {outcome.out / 'results'} (Parquet, partitioned by workload)\n"
-        f"summary: {outcome.out / 'summary.csv'}\n"
-        f"report:  {report}\n"
+        f"{outcome.cells:,} cells ({outcome.resumed:,} resumed, {outcome.ran:,} run, "
+        f"{len(outcome.failed):,} failed)\n"
+        f"results:  {outcome.out / 'results'} (Parquet, partitioned by workload)\n"
+        f"summary:  {outcome.out / 'summary.csv'}\n"
+        f"verdicts: {outcome.out / 'verdicts.csv'}\n"
+        f"report:   {report.path}\n"
+        f"{_verdict_lines(report.verdicts)}"
     )
     if outcome.failed:
         sys.stderr.write(
@@ -603,7 +636,8 @@ def _profiles_folder() -> Path:
 def _cmd_report(args: argparse.Namespace, host: PluginHost, out: TextIO) -> int:
     from brokerlab.report import build_report
 
-    out.write(f"report: {build_report(args.out)}\n")
+    report = build_report(args.out, baseline=args.baseline)
+    out.write(f"report: {report.path}\n{_verdict_lines(report.verdicts)}")
     return EXIT_OK
 
 

@@ -23,6 +23,8 @@ class Metric:
     simulator, and the others stay empty (null) in matrix results. A metric with ``reported_when``
     is reported only by runs that meet that condition (a mechanism the workload switches on), so
     the results of every other run stay as they were before the mechanism existed.
+    ``higher_is_better`` tells a report which way to rank configurations on the metric (a hit
+    ratio, a rate achieved); every other metric is a cost, where lower is better.
     """
 
     name: str
@@ -33,19 +35,40 @@ class Metric:
     invariant: bool = False
     simulator: str = "pulsar"
     reported_when: str = ""
+    higher_is_better: bool = False
 
 
-def _kafka(name: str, unit: str, kind: Kind, description: str) -> Metric:
+def _kafka(
+    name: str, unit: str, kind: Kind, description: str, *, higher_is_better: bool = False
+) -> Metric:
     return Metric(
-        name, unit, kind, description, "kafka_index_cache", simulator="kafka-tiered-storage"
+        name,
+        unit,
+        kind,
+        description,
+        "kafka_index_cache",
+        simulator="kafka-tiered-storage",
+        higher_is_better=higher_is_better,
     )
 
 
-def _trace(name: str, unit: str, kind: Kind, description: str) -> Metric:
-    return Metric(name, unit, kind, description, "cache_trace", simulator="cache-trace")
+def _trace(
+    name: str, unit: str, kind: Kind, description: str, *, higher_is_better: bool = False
+) -> Metric:
+    return Metric(
+        name,
+        unit,
+        kind,
+        description,
+        "cache_trace",
+        simulator="cache-trace",
+        higher_is_better=higher_is_better,
+    )
 
 
-def _publishing(name: str, unit: str, kind: Kind, description: str) -> Metric:
+def _publishing(
+    name: str, unit: str, kind: Kind, description: str, *, higher_is_better: bool = False
+) -> Metric:
     return Metric(
         name,
         unit,
@@ -53,6 +76,7 @@ def _publishing(name: str, unit: str, kind: Kind, description: str) -> Metric:
         description,
         "publishing",
         reported_when="a topic sets max_pending_messages or storage.write_latency_ms is not zero",
+        higher_is_better=higher_is_better,
     )
 
 
@@ -151,7 +175,12 @@ _TABLE: tuple[Metric, ...] = (
         "cache_misses", "entries", "counter", "Entries the entry cache could not serve.", "cache"
     ),
     Metric(
-        "cache_hit_ratio", "ratio", "ratio", "cache_hits / (cache_hits + cache_misses).", "cache"
+        "cache_hit_ratio",
+        "ratio",
+        "ratio",
+        "cache_hits / (cache_hits + cache_misses).",
+        "cache",
+        higher_is_better=True,
     ),
     Metric(
         "storage_entries_read",
@@ -561,6 +590,7 @@ _TABLE: tuple[Metric, ...] = (
         "messages/s",
         "ratio",
         "Messages sent while publishing and persisted by the end of the run, per second of the publishing period (time zero until the last producer stops). Below the offered rate when producers wait for their pending sends or reject sends.",
+        higher_is_better=True,
     ),
     _publishing(
         "publish_latency_p50_ms",
@@ -600,7 +630,13 @@ _TABLE: tuple[Metric, ...] = (
         "counter",
         "Lookups that loaded the entry (absent, or expired but not yet removed).",
     ),
-    _kafka("index_cache_hit_ratio", "ratio", "ratio", "index_cache_hits / index_lookups."),
+    _kafka(
+        "index_cache_hit_ratio",
+        "ratio",
+        "ratio",
+        "index_cache_hits / index_lookups.",
+        higher_is_better=True,
+    ),
     _kafka(
         "remote_index_fetches",
         "fetches",
@@ -751,12 +787,14 @@ _TABLE: tuple[Metric, ...] = (
         "ratio",
         "ratio",
         "trace_hits / trace_requests, comparable with a generic cache's request hit ratio on the same trace.",
+        higher_is_better=True,
     ),
     _trace(
         "trace_byte_hit_ratio",
         "ratio",
         "ratio",
         "Bytes of the requests served by the cache / bytes requested.",
+        higher_is_better=True,
     ),
     _trace(
         "trace_miss_bytes", "bytes", "counter", "Bytes of the missed requests: what storage serves."

@@ -77,7 +77,9 @@ def inputs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 
 def _env(inputs: dict[str, Path]) -> dict[str, str]:
-    env = dict(os.environ, PYTHONPATH=str(inputs["folder"]), SPARK_LOCAL_IP="127.0.0.1")
+    # The inputs folder first; then the caller's path, so a source checkout tests its own code.
+    path = os.pathsep.join(p for p in (str(inputs["folder"]), os.environ.get("PYTHONPATH")) if p)
+    env = dict(os.environ, PYTHONPATH=path, SPARK_LOCAL_IP="127.0.0.1")
     env["PYSPARK_PYTHON"] = sys.executable
     return env
 
@@ -211,6 +213,7 @@ def local_run(inputs: dict[str, Path], tmp_path_factory: pytest.TempPathFactory)
     assert result.returncode == 3, result.stderr  # the exploding profile's cells failed
     assert "cells failed" in result.stderr and "exploding" in result.stderr
     assert "report:" in result.stdout
+    (out.parent / "stdout.txt").write_text(result.stdout)  # for the verdict test
     return out
 
 
@@ -230,6 +233,26 @@ def test_failed_cells_become_rows_and_the_rest_finish(local_run: Path) -> None:
         "workload=w-busy",
         "workload=w-small",
     ]
+
+
+@pytest.mark.spark
+@pytest.mark.slow
+def test_matrix_prints_a_verdict_per_workload(local_run: Path) -> None:
+    import csv
+
+    printed = (local_run.parent / "stdout.txt").read_text().splitlines()
+    lines = printed[printed.index("verdicts:") + 1 :]
+    assert [line.split(":")[0].strip() for line in lines] == ["w-busy", "w-small"]
+    # The baseline is the first --profile with the first --set value; its cells all ran.
+    assert all(f"against baseline [{SWEEP.split('=')[0]}=100]" in line for line in lines)
+    with (local_run / "verdicts.csv").open() as handle:
+        table = list(csv.DictReader(handle))
+    assert sorted((r["workload"], r["rank"] != "") for r in table) == [
+        ("w-busy", True), ("w-busy", True), ("w-small", True), ("w-small", True)
+    ]  # fmt: skip
+    page = (local_run / "report.html").read_text(encoding="utf-8")
+    assert all(line.strip().split(";")[0] in page for line in lines)
+    assert "<span class='failed'>8 failed</span>" in page
 
 
 @pytest.mark.spark

@@ -46,7 +46,7 @@ def report_of(tmp_path: Path, rows: list[dict[str, object]]) -> tuple[list[dict[
     store = ResultStore(tmp_path)
     for one in rows:
         store.write(pa.Table.from_pylist([one], schema=RESULT_SCHEMA))
-    page = build_report(tmp_path).read_text(encoding="utf-8")
+    page = build_report(tmp_path).path.read_text(encoding="utf-8")
     with (tmp_path / "summary.csv").open() as handle:
         summary = [r for r in csv.DictReader(handle) if r["metric"] == "storage_entries_read"]
     return summary, page
@@ -54,7 +54,7 @@ def report_of(tmp_path: Path, rows: list[dict[str, object]]) -> tuple[list[dict[
 
 def table_rows(page: str) -> dict[str, str]:
     """Label -> seeds of each configuration row of the report's table."""
-    found = re.findall(r"<tr><td>(.*?)</td><td>(\d+)</td>", page)
+    found = re.findall(r"<tr><td>([^<]*)</td><td>(\d+)</td>", page)
     labels = [html.unescape(label) for label, _ in found]
     assert len(labels) == len(set(labels)), labels  # no two rows (or bars) share a label
     return dict(zip(labels, (seeds for _, seeds in found), strict=True))

@@ -19,7 +19,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from brokerlab.records import JAVA_INT, JAVA_LONG, JavaLong
 
-__all__ = ["SECTIONS", "BrokerSettings", "field_for_key"]
+__all__ = ["SECTIONS", "BrokerSettings", "cache_size_bytes", "field_for_key"]
 
 SECTIONS: tuple[str, ...] = (
     "Simulation",
@@ -626,10 +626,7 @@ class BrokerSettings(BaseSettings):
     def cache_size_bytes(self) -> int:
         """Effective entry-cache limit in bytes (``managedLedgerCacheSizeMB``, or its computed
         default from ``sim.maxDirectMemoryMB``)."""
-        mb = self.managed_ledger_cache_size_mb
-        if mb is None:
-            mb = max(64, self.sim_max_direct_memory_mb // 5)
-        return mb * _MB
+        return cache_size_bytes(self.managed_ledger_cache_size_mb, self.sim_max_direct_memory_mb)
 
     @property
     def cache_eviction_interval_ms(self) -> int:
@@ -660,6 +657,13 @@ class BrokerSettings(BaseSettings):
         if legacy > 0:  # Pulsar's getter: 0 leaves the metadata-store key in effect too
             return legacy
         return self.managed_ledger_max_unacked_ranges_to_persist_in_metadata_store
+
+
+def cache_size_bytes(cache_size_mb: int | None, max_direct_memory_mb: int) -> int:
+    """The entry-cache limit in bytes: ``managedLedgerCacheSizeMB``, or when it is empty
+    Pulsar's default of a fifth of the direct memory (at least 64 MB)."""
+    mb = max(64, max_direct_memory_mb // 5) if cache_size_mb is None else cache_size_mb
+    return mb * _MB
 
 
 _BY_KEY: dict[str, tuple[str, FieldInfo]] = {

@@ -1,19 +1,37 @@
-"""The report of a matrix run: ``report.html`` (self-contained) and PNG plots beside it.
+"""The report of a matrix run: ``report.html`` (self-contained), ``verdicts.csv`` and PNG plots.
 
-:func:`build_report` reads only the Parquet results of an ``--out`` folder, so ``brokerlab
-report DIR`` can rebuild the report at any time, and without Spark.
+:func:`build_report` reads only the ``--out`` folder (the Parquet results and ``matrix.json``,
+the ``--profile`` order of the last matrix run into it), so ``brokerlab report DIR`` can rebuild
+the report at any time, and without Spark.
 """
 
 from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass
 from pathlib import Path
 
 from brokerlab.errors import WorkloadError
-from brokerlab.spark.results import ResultStore, atomic_path, summarize, write_summary
+from brokerlab.report.verdicts import WorkloadVerdict, select_metrics, verdict_rows, verdicts
+from brokerlab.spark.results import (
+    ResultStore,
+    atomic_path,
+    read_profile_order,
+    summarize,
+    write_summary,
+)
+from brokerlab.spark.schema import STATUS_OK
 
-__all__ = ["build_report", "swept_keys"]
+__all__ = ["Report", "build_report", "swept_keys"]
+
+
+@dataclass(frozen=True)
+class Report:
+    """What :func:`build_report` wrote: the HTML page, and the verdicts it opens with."""
+
+    path: Path
+    verdicts: tuple[WorkloadVerdict, ...]
 
 
 def swept_keys(overrides: list[str]) -> list[str]:
@@ -29,12 +47,15 @@ def _file_name(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", text)
 
 
-def build_report(out: Path) -> Path:
-    """Write ``summary.csv``, ``plots/*.png`` and ``report.html`` in ``out``; returns the HTML path.
+def build_report(out: Path, *, baseline: str | None = None) -> Report:
+    """Write ``summary.csv``, ``verdicts.csv``, ``plots/*.png`` and ``report.html`` in ``out``.
 
-    Raises :class:`WorkloadError` when ``out`` holds no results.
+    ``baseline`` (a configuration label or profile name) is what every configuration is compared
+    with; by default the first ``--profile`` of the matrix. Raises :class:`WorkloadError` when
+    ``out`` holds no results or ``baseline`` names no configuration.
     """
-    from brokerlab.report.html import render  # matplotlib: only when a report is made
+    from brokerlab.report.configs import describe_configurations, ordered_labels
+    from brokerlab.report.html import WorkloadSection, render  # matplotlib: only for a report
     from brokerlab.report.plots import metric_bars, sweep_lines
 
     frame = ResultStore(out).load()
@@ -42,30 +63,45 @@ def build_report(out: Path) -> Path:
         raise WorkloadError(
             "holds no matrix results (expected results/workload=*/*.parquet)", value=str(out)
         )
+    profiles = read_profile_order(out)
+    found = verdicts(frame, baseline=baseline, profiles=profiles)
     write_summary(frame, out)
+    with atomic_path(out / "verdicts.csv") as temporary:
+        verdict_rows(found).to_csv(temporary, index=False)
     summary = summarize(frame)
+    ok = frame[frame["status"] == STATUS_OK]
+    order = ordered_labels(ok, profiles) if not ok.empty else []
+    if found and order and found[0].baseline in order:  # the baseline is described first
+        order.remove(found[0].baseline)
+        order.insert(0, found[0].baseline)
     plots = out / "plots"
     plots.mkdir(exist_ok=True)
-    bars: dict[str, bytes] = {}
-    sweeps: dict[tuple[str, str], bytes] = {}
     keys = swept_keys(list(frame["overrides"]))
-    for workload, part in summary.groupby("workload", sort=True):
-        name = str(workload)
-        bars[name] = metric_bars(part, name)
-        _write(plots / f"{_file_name(name)}.png", bars[name])
+    sections = []
+    for verdict in found:
+        name = verdict.workload
+        rows = ok[ok["workload"] == name]
+        part = summary[summary["workload"] == name]
+        selection = select_metrics(rows, verdict.metric)
+        labels = [s.label for s in verdict.standings]
+        ranked = [label for label in order if label in labels]
+        bars = metric_bars(part, name, selection.shown[:12], ranked)
+        _write(plots / f"{_file_name(name)}.png", bars)
+        sweeps = {}
         for key in keys:
-            sweeps[(name, key)] = sweep_lines(part, name, key)
-            _write(plots / f"{_file_name(name)}--{_file_name(key)}.png", sweeps[(name, key)])
+            sweeps[key] = sweep_lines(part, name, key, selection.shown[:6])
+            _write(plots / f"{_file_name(name)}--{_file_name(key)}.png", sweeps[key])
+        sections.append(WorkloadSection(verdict, selection, part, ranked, bars, sweeps))
     provenance = [
         "brokerlab " + ", ".join(sorted(set(frame["brokerlab_version"].dropna()))),
-        "scale " + ", ".join(str(s) for s in sorted(set(frame["scale"]))),
-        "plugins: " + "; ".join(sorted(set(frame["plugin_versions"].dropna()))),
+        "scale " + ", ".join(f"{s:g}" for s in sorted(set(frame["scale"]))),
     ]
-    page = render(frame, summary, bars, sweeps, provenance)
+    configurations = describe_configurations(ok, order) if order else []
+    page = render(frame, sections, configurations, provenance)
     path = out / "report.html"
     with atomic_path(path) as temporary:
         temporary.write_text(page, encoding="utf-8")
-    return path
+    return Report(path, tuple(found))
 
 
 def _write(path: Path, data: bytes) -> None:

@@ -1,10 +1,15 @@
-"""The report's charts (matplotlib, Agg backend): PNG bytes, no files, no display."""
+"""The report's charts (matplotlib, Agg backend): PNG bytes, no files, no display.
+
+Which metrics to draw is the caller's choice (:func:`brokerlab.report.verdicts.select_metrics`);
+numbers on the axes use the report's formats (:mod:`brokerlab.report.numbers`).
+"""
 
 from __future__ import annotations
 
 import io
 import json
 import math
+import textwrap
 from collections.abc import Sequence
 
 import matplotlib
@@ -15,79 +20,29 @@ import matplotlib.pyplot as plt
 import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
+from matplotlib.ticker import FuncFormatter, MaxNLocator
 
-from brokerlab.metrics import METRICS, metrics_of
+from brokerlab.report.configs import config_label, config_labels
+from brokerlab.report.numbers import format_metric, unit_header
 
 __all__ = [
-    "KEY_METRICS",
     "config_label",
     "config_labels",
-    "key_metrics",
     "metric_bars",
     "sweep_lines",
+    "wrap_label",
 ]
 
-KEY_METRICS: dict[str, tuple[str, ...]] = {
-    "pulsar": (
-        "storage_entries_read",
-        "cache_hit_ratio",
-        "cache_peak_bytes",
-        "delayed_index_bytes",
-        "redelivered_after_restart",
-        "dispatch_paused_ms",
-        "latency_p99_ms",
-    ),
-    "kafka-tiered-storage": (
-        "index_cache_hit_ratio",
-        "remote_index_fetches",
-        "index_cache_resident_bytes_peak",
-        "index_cache_stale_bytes_peak",
-        "index_cache_stale_bytes_end",
-        "index_cache_stale_residence_mean_s",
-    ),
-    "cache-trace": (
-        "trace_hit_ratio",
-        "trace_byte_hit_ratio",
-        "trace_miss_bytes",
-        "trace_peak_cache_bytes",
-    ),
-}
-"""The metrics a report shows per workload, by the simulator that reports them."""
+_LABEL_WIDTH = 30  # characters per line of a configuration label beside a bar
+_COLUMNS = 3  # panels per row
 
 
-def key_metrics(summary: pd.DataFrame) -> tuple[str, ...]:
-    """The key metrics of the simulator whose numbers ``summary`` (one workload) holds."""
-    reported = summary.loc[summary["mean"].notna(), "metric"]
-    simulators = [METRICS[name].simulator for name in reported if name in METRICS]
-    if not simulators:
-        return KEY_METRICS["pulsar"]
-    simulator = simulators[0]
-    return KEY_METRICS.get(simulator) or tuple(metrics_of(simulator)[:6])
-
-
-def config_label(profile: str, overrides: str, hide: Sequence[str] = ()) -> str:
-    """``profile`` plus its ``--set`` values (except the keys in ``hide``), for legends."""
-    values = {k: v for k, v in json.loads(overrides or "{}").items() if k not in hide}
-    # Whole keys: a last dotted part ("ms") is ambiguous among a plugin's many *.ms keys.
-    extra = ", ".join(f"{k}={v}" for k, v in values.items())
-    return f"{profile} [{extra}]" if extra else profile
-
-
-def config_labels(summary: pd.DataFrame, hide: Sequence[str] = ()) -> list[str]:
-    """A label per row of ``summary`` (summary.csv rows): :func:`config_label`, plus what tells
-    apart configurations it would merge: the scale when ``summary`` holds several, and a short
-    profile fingerprint when one profile and ``--set`` values ran with different settings (an
-    environment variable, an edited profile file)."""
-    several_scales = summary["scale"].nunique() > 1
-    fingerprints = summary.groupby(["profile", "overrides"], dropna=False)["profile_fingerprint"]
-    several_fingerprints = fingerprints.transform("nunique") > 1
-    labels = []
-    for row, ambiguous in zip(summary.itertuples(), several_fingerprints, strict=True):
-        extra = [f"settings {str(row.profile_fingerprint)[:8]}"] if ambiguous else []
-        extra += [f"scale {row.scale:g}"] if several_scales else []
-        label = config_label(str(row.profile), str(row.overrides), hide)
-        labels.append(f"{label} ({', '.join(extra)})" if extra else label)
-    return labels
+def wrap_label(label: str, width: int = _LABEL_WIDTH) -> str:
+    """``label`` on lines of at most ``width`` characters, broken after ``[`` and ``,`` first, so a
+    label with several ``--set`` values stays narrow instead of squeezing its panel to nothing."""
+    spaced = label.replace("[", "[ ").replace(",", ", ").replace(",  ", ", ")
+    lines = textwrap.wrap(spaced, width, break_long_words=True, break_on_hyphens=False)
+    return "\n".join(line.replace("[ ", "[") for line in lines) or label
 
 
 def _png(figure: Figure) -> bytes:
@@ -97,16 +52,15 @@ def _png(figure: Figure) -> bytes:
     return buffer.getvalue()
 
 
-def _grid(count: int) -> tuple[Figure, list[Axes]]:
-    columns = 4 if count > 4 else count
-    rows = math.ceil(count / columns)
-    figure, axes = plt.subplots(
-        rows, columns, figsize=(4.2 * columns, 3.2 * rows), squeeze=False, layout="constrained"
-    )
-    flat = [ax for row in axes for ax in row]
-    for ax in flat[count:]:
-        ax.set_visible(False)
-    return figure, flat[:count]
+def _title(metric: str) -> str:
+    unit = unit_header(metric)
+    return f"{metric} ({unit})" if unit else metric
+
+
+def _format_axis(ax: Axes, metric: str, axis: str) -> None:
+    target = ax.xaxis if axis == "x" else ax.yaxis
+    target.set_major_locator(MaxNLocator(nbins=4))
+    target.set_major_formatter(FuncFormatter(lambda value, _: format_metric(metric, value)))
 
 
 def _half_width(row: pd.Series) -> float:
@@ -114,23 +68,44 @@ def _half_width(row: pd.Series) -> float:
     return 0.0 if pd.isna(half) else float(half)
 
 
-def metric_bars(summary: pd.DataFrame, workload: str, metrics: Sequence[str] = ()) -> bytes:
-    """One panel per metric (default: :func:`key_metrics`): a bar per configuration, with its 95%
-    interval over seeds."""
-    metrics = metrics or key_metrics(summary)
-    label_of = pd.Series(config_labels(summary), index=summary.index)
-    figure, axes = _grid(len(metrics))
-    for ax, metric in zip(axes, metrics, strict=True):
-        rows = summary[summary["metric"] == metric]
-        labels = label_of[rows.index].tolist()
-        means = rows["mean"].tolist()
-        errors = [_half_width(r) for _, r in rows.iterrows()]
-        positions = list(range(len(labels)))
+def metric_bars(
+    summary: pd.DataFrame, workload: str, metrics: Sequence[str], order: Sequence[str] = ()
+) -> bytes:
+    """One panel per metric: a bar per configuration (in ``order``, default: as in ``summary``)
+    with its 95% interval over seeds. Panels share the configuration axis, so the labels are
+    drawn once per row of panels, wrapped, and the figure grows with them instead of squeezing
+    the bars."""
+    labels = pd.Series(config_labels(summary), index=summary.index)
+    order = list(order) or list(dict.fromkeys(labels))
+    wrapped = [wrap_label(label) for label in order]
+    lines = sum(text.count("\n") + 1 for text in wrapped)
+    widest = max(len(line) for text in wrapped for line in text.split("\n"))
+    columns = min(_COLUMNS, max(1, len(metrics)))
+    rows = math.ceil(len(metrics) / columns) if metrics else 1
+    height = max(1.6, 0.16 * lines + 0.35 * len(order) + 0.9)
+    figure, axes = plt.subplots(
+        rows,
+        columns,
+        figsize=(0.075 * widest + 3.3 * columns, height * rows + 0.5),
+        squeeze=False,
+        sharey=True,
+        layout="constrained",
+    )
+    flat = [ax for row in axes for ax in row]
+    positions = list(range(len(order)))
+    for ax, metric in zip(flat, metrics, strict=False):
+        rows_of = summary[summary["metric"] == metric]
+        by_label = {labels[i]: r for i, r in rows_of.iterrows()}
+        means = [float(by_label[x]["mean"]) if x in by_label else 0.0 for x in order]
+        errors = [_half_width(by_label[x]) if x in by_label else 0.0 for x in order]
         ax.barh(positions, means, xerr=errors, color="#4477aa", ecolor="#222222", capsize=3)
-        ax.set_yticks(positions, labels, fontsize=7)
-        ax.invert_yaxis()
-        ax.set_title(f"{metric} ({METRICS[metric].unit})", fontsize=9)
+        ax.set_yticks(positions, wrapped, fontsize=7)
+        ax.set_title(_title(metric), fontsize=9)
         ax.tick_params(axis="x", labelsize=7)
+        _format_axis(ax, metric, "x")
+    for ax in flat[len(metrics) :]:
+        ax.set_visible(False)
+    flat[0].invert_yaxis()  # shared: the first configuration on top in every panel
     figure.suptitle(f"{workload}: mean and 95% interval over seeds", fontsize=11)
     return _png(figure)
 
@@ -142,12 +117,8 @@ def _as_number(text: str) -> float | None:
         return None
 
 
-def sweep_lines(
-    summary: pd.DataFrame, workload: str, key: str, metrics: Sequence[str] = ()
-) -> bytes:
-    """One panel per metric (default: :func:`key_metrics`): the metric against the swept value of
-    ``key``, a line per profile."""
-    metrics = metrics or key_metrics(summary)
+def sweep_lines(summary: pd.DataFrame, workload: str, key: str, metrics: Sequence[str]) -> bytes:
+    """One panel per metric: the metric against the swept value of ``key``, a line per profile."""
     data = summary.copy()
     data["swept"] = [json.loads(o).get(key) for o in data["overrides"]]
     data = data[data["swept"].notna()]
@@ -157,19 +128,34 @@ def sweep_lines(
     numeric = all(_as_number(v) is not None for v in values)
     data["x"] = [float(v) if numeric else values.index(v) for v in data["swept"]]
     data["series"] = config_labels(data, hide=[key])
-    figure, axes = _grid(len(metrics))
-    for ax, metric in zip(axes, metrics, strict=True):
-        rows = data[data["metric"] == metric]
-        for series, group in rows.groupby("series", sort=True):
+    columns = min(_COLUMNS, max(1, len(metrics)))
+    rows = math.ceil(len(metrics) / columns) if metrics else 1
+    figure, axes = plt.subplots(
+        rows, columns, figsize=(4.2 * columns, 3.2 * rows), squeeze=False, layout="constrained"
+    )
+    flat = [ax for row in axes for ax in row]
+    for ax, metric in zip(flat, metrics, strict=False):
+        part = data[data["metric"] == metric]
+        for series, group in part.groupby("series", sort=True):
             group = group.sort_values("x")
             errors = [_half_width(r) for _, r in group.iterrows()]
-            ax.errorbar(group["x"], group["mean"], yerr=errors, marker="o", capsize=3, label=series)
+            ax.errorbar(
+                group["x"],
+                group["mean"],
+                yerr=errors,
+                marker="o",
+                capsize=3,
+                label=wrap_label(str(series)),
+            )
         if not numeric:
             ax.set_xticks(range(len(values)), values, fontsize=7)
         ax.set_xlabel(key, fontsize=7)
-        ax.set_title(f"{metric} ({METRICS[metric].unit})", fontsize=9)
+        ax.set_title(_title(metric), fontsize=9)
         ax.tick_params(labelsize=7)
-    if axes:
-        axes[0].legend(fontsize=6)
+        _format_axis(ax, metric, "y")
+    for ax in flat[len(metrics) :]:
+        ax.set_visible(False)
+    if metrics:
+        flat[0].legend(fontsize=6)
     figure.suptitle(f"{workload}: metrics against {key}", fontsize=11)
     return _png(figure)

@@ -69,6 +69,8 @@ class Cell:
     workload_hash: str
     plugins: str
     cost: float
+    settings: str = "{}"
+    headline: str = ""
 
     def as_row(self) -> dict[str, Any]:
         """The cell as a plain row (what Spark ships to executors)."""
@@ -108,7 +110,10 @@ def workload_hash(spec: WorkloadDocument) -> str:
 
 
 def _canonical(spec: WorkloadDocument) -> str:
-    return json.dumps(spec.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+    # The headline only chooses what the report ranks on: it changes no result, so it leaves
+    # the hash (and the cell ids of results written before it existed) as they were.
+    data = spec.model_dump(mode="json", exclude={"headline"})
+    return json.dumps(data, sort_keys=True, separators=(",", ":"))
 
 
 def profile_labels(paths: Sequence[str | None]) -> list[str]:
@@ -166,6 +171,9 @@ def build_cells(
             plugins = json.dumps(host.resolve(profile).names(), sort_keys=True)
             blob = pickle.dumps(profile)
             fingerprint = profile.fingerprint()
+            # Recorded in each row: the report tells configurations apart by the settings that
+            # differ, and checks whether a limit under study was ever reached.
+            settings = json.dumps(profile.resolved(), sort_keys=True)
             for spec in paired:
                 spec_json = spec.model_dump_json()
                 digest = workload_hash(spec)
@@ -185,6 +193,7 @@ def build_cells(
                             fingerprint,
                             plugins,
                             cost,
+                            settings,
                         )
                     )
     return cells
@@ -203,6 +212,7 @@ def _cell(
     fingerprint: str,
     plugins: str,
     cost: float,
+    settings: str,
 ) -> Cell:
     overrides_json = json.dumps(dict(sorted(overrides.items())))  # ids ignore --set order
     identity = json.dumps([label, overrides_json, fingerprint, digest, seed, scale])
@@ -220,4 +230,6 @@ def _cell(
         workload_hash=digest,
         plugins=plugins,
         cost=cost,
+        settings=settings,
+        headline=spec.headline,
     )

@@ -61,6 +61,8 @@ def run_cells(cells: Iterable[Mapping[str, Any]], config: HostConfig) -> Iterato
                 "profile_fingerprint",
                 "workload_hash",
                 "plugins",
+                "settings",
+                "headline",
             )
         }
         row.update(dict.fromkeys((*METRIC_COLUMNS, PER_BROKER_COLUMN)))

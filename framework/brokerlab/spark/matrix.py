@@ -24,7 +24,7 @@ from brokerlab.host import PluginHost
 from brokerlab.spark.cells import Cell, build_cells, parse_sweeps
 from brokerlab.spark.executor import HostConfig
 from brokerlab.spark.progress import MatrixProgress
-from brokerlab.spark.results import ResultStore, write_summary
+from brokerlab.spark.results import ResultStore, write_profile_order, write_summary
 from brokerlab.spark.schema import STATUS_FAILED
 
 __all__ = [
@@ -153,6 +153,7 @@ def run_matrix(
     out = request.out or default_out()
     check_out(out)  # before Spark: results are written there from the first wave on
     store = ResultStore(out)
+    write_profile_order(out, list(dict.fromkeys(cell.profile for cell in cells)))
     done = store.finished()
     todo = [cell for cell in cells if cell.cell_id not in done]
     resumed = len(cells) - len(todo)

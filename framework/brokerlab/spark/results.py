@@ -3,7 +3,9 @@
 Layout of ``--out DIR``::
 
     DIR/results/workload=<name>/part-<uuid>.parquet   one file per finished wave and workload
+    DIR/matrix.json                                   the --profile order of the last run
     DIR/summary.csv                                   mean and 95% t interval over seeds
+    DIR/verdicts.csv                                  per workload, configurations ranked
     DIR/report.html, DIR/plots/*.png                  the report (brokerlab.report)
 
 Every file is written under ``DIR/.tmp`` and renamed into place, so a crash never leaves a
@@ -14,10 +16,11 @@ runs has no ``per_broker`` column, as files had before there was one; readers se
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from urllib.parse import quote
 
@@ -32,11 +35,18 @@ from brokerlab.spark.schema import METRIC_COLUMNS, PER_BROKER_COLUMN, RESULT_SCH
 
 __all__ = [
     "GROUP_COLUMNS",
+    "MATRIX_FILE",
     "ResultStore",
     "atomic_path",
+    "read_profile_order",
     "summarize",
     "t_quantile_975",
+    "write_profile_order",
 ]
+
+MATRIX_FILE = "matrix.json"
+"""``{"profiles": [label, ...]}``: the ``--profile`` order of the last matrix run into a folder,
+which decides the report's default baseline and the order of its configurations."""
 
 # What identifies a configuration: the fingerprint of the resolved settings tells apart runs of one
 # profile and --set values whose environment (BROKERLAB_<key>) or profile file differed.
@@ -196,3 +206,19 @@ def write_summary(frame: pd.DataFrame, out: Path) -> Path:
     with atomic_path(path) as temporary:
         summarize(frame).to_csv(temporary, index=False)
     return path
+
+
+def write_profile_order(out: Path, profiles: Sequence[str]) -> None:
+    """Record the ``--profile`` order (profile labels) of a matrix run in ``out``."""
+    with atomic_path(out / MATRIX_FILE) as temporary:
+        temporary.write_text(json.dumps({"profiles": list(profiles)}, indent=1), encoding="utf-8")
+
+
+def read_profile_order(out: Path) -> list[str]:
+    """The ``--profile`` order recorded in ``out``; empty for folders written before it was."""
+    try:
+        data = json.loads((out / MATRIX_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return []
+    profiles = data.get("profiles") if isinstance(data, dict) else None
+    return [str(p) for p in profiles] if isinstance(profiles, list) else []

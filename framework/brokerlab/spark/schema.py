@@ -39,6 +39,8 @@ PROVENANCE_COLUMNS: tuple[tuple[str, pa.DataType], ...] = (
     ("plugins", pa.string()),  # JSON: extension point -> record name
     ("plugin_versions", pa.string()),  # JSON: extension point -> "distribution version"
     ("profile_fingerprint", pa.string()),
+    ("settings", pa.string()),  # JSON: every resolved profile key -> value (null in older results)
+    ("headline", pa.string()),  # the metric the workload ranks on ("": its simulator's default)
     ("workload_hash", pa.string()),
     ("executor", pa.string()),  # host:pid that ran the cell
     ("elapsed_s", pa.float64()),

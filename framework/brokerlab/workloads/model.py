@@ -41,6 +41,8 @@ from pydantic import (
     model_validator,
 )
 
+from brokerlab.metrics import METRICS
+
 __all__ = [
     "ClusterSpec",
     "ConsumerSpec",
@@ -118,6 +120,20 @@ class WorkloadDocument(_Strict):
     name: str
     description: str = ""
     duration_s: Annotated[float, Field(gt=0, le=MAX_SECONDS)]
+    headline: str = ""
+    """The metric the report ranks configurations on for this workload (a metric of its
+    simulator); empty: its simulator's default (``brokerlab.report.verdicts.DEFAULT_HEADLINES``)."""
+
+    @model_validator(mode="after")
+    def _headline_is_a_metric_of_the_simulator(self) -> WorkloadDocument:
+        if self.headline:
+            known = METRICS.get(self.headline)
+            if known is None or known.simulator != self.simulator:
+                raise ValueError(
+                    f"headline {self.headline!r} is not a metric of simulator "
+                    f"{self.simulator!r} (see `brokerlab metrics`)"
+                )
+        return self
 
 
 class SizeSpec(_Strict):

@@ -1,0 +1,692 @@
+"""Verdicts: per workload, which configuration wins on its headline metric, by how much, and
+whether the difference is larger than the seed-to-seed noise.
+
+Pure functions over the result rows of a matrix (one row per cell, as
+:meth:`brokerlab.spark.results.ResultStore.load` gives them); no plotting, no files.
+
+* The **headline** metric of a workload is the one its document declares (``headline = ...``),
+  else its simulator's default in :data:`DEFAULT_HEADLINES`. Its registry entry says which way is
+  better (:attr:`brokerlab.metrics.Metric.higher_is_better`).
+* Differences are **paired**: two configurations ran the same workload with the same seeds, so
+  the per-seed differences cancel what the seed decides (arrivals, keys, sizes) and leave what the
+  configuration changes. The 95% interval is Student's t over those per-seed differences; a
+  percentage divides by the reference configuration's mean over the same seeds (a fixed
+  denominator: the interval is that of the absolute difference, rescaled). A difference is
+  *distinguishable from seed noise* when its interval excludes zero; with one seed there is no
+  interval, and the verdict says so.
+* A **limit that did not bind** (the cache never full, no ack range dropped, no dispatch pause)
+  is named in the verdict: "no difference" is then the run's size talking, not the strategies.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import statistics
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+import pandas as pd
+
+from brokerlab.errors import WorkloadError
+from brokerlab.metrics import METRICS, metrics_of
+from brokerlab.profiles.model import cache_size_bytes
+from brokerlab.report.configs import config_labels, ordered_labels
+from brokerlab.report.numbers import (
+    format_bytes,
+    format_count,
+    format_metric,
+    format_percent,
+    unit_header,
+)
+from brokerlab.spark.results import t_quantile_975
+from brokerlab.spark.schema import STATUS_OK
+
+__all__ = [
+    "DEFAULT_HEADLINES",
+    "EXPLAINING_METRICS",
+    "Difference",
+    "MetricSelection",
+    "Standing",
+    "WorkloadVerdict",
+    "headline_of",
+    "paired_difference",
+    "select_metrics",
+    "verdicts",
+]
+
+DEFAULT_HEADLINES: dict[str, str] = {
+    "pulsar": "storage_entries_read",  # what an entry cache saves: reads from BookKeeper
+    "kafka-tiered-storage": "remote_index_fetches",  # what the index cache saves
+    "cache-trace": "trace_hit_ratio",  # comparable with other cache simulators' hit ratio
+}
+"""The headline metric of a workload that declares none, by simulator. A simulator not listed
+here ranks on its first registered metric."""
+
+EXPLAINING_METRICS: dict[str, tuple[str, ...]] = {
+    "cache": (
+        "cache_hit_ratio",
+        "cache_peak_bytes",
+        "cache_evictions_size",
+        "cache_evictions_time",
+        "cache_evictions_invalidation",
+        "cache_eviction_work",
+    ),
+    "ack_state": (
+        "ack_ranges_dropped",
+        "ack_bytes_dropped",
+        "dispatch_paused_ms",
+        "ack_persisted_bytes",
+        "redelivered_after_restart",
+    ),
+    "delayed": ("delayed_index_bytes", "delayed_subscription_state_bytes"),
+    "kafka_index_cache": (
+        "index_cache_hit_ratio",
+        "index_cache_evictions_size",
+        "index_cache_evictions_expired",
+        "index_cache_stale_bytes_peak",
+        "index_cache_resident_bytes_peak",
+    ),
+    "cache_trace": ("trace_byte_hit_ratio", "trace_miss_bytes", "trace_peak_cache_bytes"),
+}
+"""Per metric group, the metrics that explain a headline result; shown beside the headline when
+the group is the headline's or differs between configurations, unless zero everywhere."""
+
+SeedValues = Mapping[int, float]
+
+
+@dataclass(frozen=True)
+class Difference:
+    """A configuration's metric minus a reference configuration's, paired by seed."""
+
+    reference: str
+    seeds: int
+    mean: float
+    """Mean per-seed difference, in the metric's unit."""
+    low: float | None
+    high: float | None
+    """95% t interval of ``mean``; ``None`` with one seed."""
+    reference_mean: float
+    """The reference's mean over the paired seeds: the denominator of the percentages."""
+
+    def _percent(self, value: float) -> float | None:
+        if self.reference_mean == 0:
+            return 0.0 if value == 0 else None
+        return 100 * value / abs(self.reference_mean)
+
+    @property
+    def percent(self) -> float | None:
+        """``mean`` in percent of the reference's mean; ``None`` when that mean is zero."""
+        return self._percent(self.mean)
+
+    @property
+    def percent_interval(self) -> tuple[float, float] | None:
+        """The interval in percent; ``None`` with one seed or a zero reference mean."""
+        if self.low is None or self.high is None:
+            return None
+        low, high = self._percent(self.low), self._percent(self.high)
+        return None if low is None or high is None else (low, high)
+
+    @property
+    def distinguishable(self) -> bool | None:
+        """Whether the interval excludes zero; ``None`` with one seed (no interval)."""
+        if self.low is None or self.high is None:
+            return None
+        return self.low > 0 or self.high < 0
+
+    def text(self, metric: str) -> str:
+        """``+12.3% [+10.1%, +14.5%]``; absolute values when the reference mean is zero."""
+        percent = self.percent
+        if percent is not None:
+            shown = format_percent(percent)
+            interval = self.percent_interval
+            if interval is not None:
+                return f"{shown} [{format_percent(interval[0])}, {format_percent(interval[1])}]"
+        else:  # a zero reference: the difference in the metric's own unit
+            shown = _signed(metric, self.mean, unit=True)
+            if self.low is not None and self.high is not None:
+                return f"{shown} [{_signed(metric, self.low)}, {_signed(metric, self.high)}]"
+        return f"{shown} (1 seed: no interval)" if self.seeds < 2 else shown
+
+
+def _signed(metric: str, value: float, *, unit: bool = False) -> str:
+    sign = "+" if value > 0 else "-" if value < 0 else ""
+    shown = f"{sign}{format_metric(metric, abs(value))}"
+    named = unit_header(metric) if unit else ""
+    return f"{shown} {named}" if named else shown
+
+
+def paired_difference(
+    values: SeedValues, reference: SeedValues, reference_label: str
+) -> Difference | None:
+    """``values`` minus ``reference`` over the seeds both have (``None`` if they share none):
+    the mean per-seed difference and its 95% t interval."""
+    seeds = sorted(set(values) & set(reference))
+    if not seeds:
+        return None
+    differences = [values[s] - reference[s] for s in seeds]
+    mean = statistics.fmean(differences)
+    low = high = None
+    if len(seeds) > 1:
+        half = (
+            t_quantile_975(len(seeds) - 1) * statistics.stdev(differences) / math.sqrt(len(seeds))
+        )
+        low, high = mean - half, mean + half
+    reference_mean = statistics.fmean(reference[s] for s in seeds)
+    return Difference(reference_label, len(seeds), mean, low, high, reference_mean)
+
+
+@dataclass(frozen=True)
+class Standing:
+    """One configuration's place in a workload's ranking."""
+
+    label: str
+    rank: int
+    """1 for the best; equal means share a rank."""
+    mean: float
+    seeds: int
+    vs_best: Difference | None
+    vs_baseline: Difference | None
+
+
+@dataclass(frozen=True)
+class WorkloadVerdict:
+    """The ranking of one workload's configurations on its headline metric, and what limits
+    never bound in its cells."""
+
+    workload: str
+    metric: str
+    higher_is_better: bool
+    baseline: str
+    standings: tuple[Standing, ...]
+    not_bound: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    """Configuration label -> the limits under study it never reached."""
+    notes: tuple[str, ...] = ()
+
+    @property
+    def best(self) -> Standing:
+        return self.standings[0]
+
+    @property
+    def seeds(self) -> int:
+        return max(s.seeds for s in self.standings)
+
+    def tied_with_best(self) -> list[str]:
+        """Configurations whose difference from the best is within seed noise."""
+        return [
+            s.label
+            for s in self.standings[1:]
+            if s.vs_best is not None and s.vs_best.distinguishable is False
+        ]
+
+    def line(self) -> str:
+        """The verdict in one line, as ``brokerlab matrix`` prints it and the report lists it."""
+        direction = "higher" if self.higher_is_better else "lower"
+        unit = METRICS[self.metric].unit if self.metric in METRICS else ""
+        best = self.best
+        seeds = f"{self.seeds} seed{'s' if self.seeds != 1 else ''}"
+        parts = [
+            f"{self.workload}: {self.metric} ({unit}, {direction} is better, {seeds}): "
+            f"best {best.label} ({format_metric(self.metric, best.mean)})"
+        ]
+        if len(self.standings) == 1:
+            parts.append("only one configuration ran it")
+        else:
+            tied = self.tied_with_best()
+            if tied:
+                parts.append("tied with it within seed noise: " + ", ".join(tied))
+            parts.append(self._against_baseline())
+        line = "; ".join(parts) + "."
+        if self.not_bound:
+            line += " " + self.not_bound_text()
+        return line
+
+    def _against_baseline(self) -> str:
+        shown = []
+        for s in self.standings:
+            if s.label == self.baseline or s.vs_baseline is None:
+                continue
+            verdict = {True: "beyond seed noise", False: "within seed noise", None: ""}[
+                s.vs_baseline.distinguishable
+            ]
+            text = f"{s.label} {s.vs_baseline.text(self.metric)}"
+            shown.append(f"{text} {verdict}".rstrip())
+        return f"against {self.baseline}: " + ", ".join(shown) if shown else ""
+
+    def not_bound_text(self) -> str:
+        """``Did not bind: ...``, one clause per configuration (one if all say the same)."""
+        texts = {label: "; ".join(limits) for label, limits in self.not_bound.items()}
+        every = len(texts) == len(self.standings) and len(set(texts.values())) == 1
+        if every:
+            return f"Did not bind in any configuration: {next(iter(texts.values()))}."
+        return "Did not bind: " + " | ".join(f"{k}: {v}" for k, v in texts.items()) + "."
+
+
+# ---- the headline and the values per configuration and seed ------------------------------------
+
+
+def headline_of(rows: pd.DataFrame) -> str:
+    """The headline metric of one workload's rows: declared, else the simulator's default."""
+    declared = {str(h) for h in rows.get("headline", pd.Series(dtype=object)).dropna() if h}
+    if len(declared) == 1:
+        return declared.pop()
+    reported = [m for m in METRICS if m in rows and rows[m].notna().any()]
+    simulators = [METRICS[m].simulator for m in reported]
+    simulator = simulators[0] if simulators else "pulsar"
+    default = DEFAULT_HEADLINES.get(simulator)
+    if default is not None and default in reported:
+        return default
+    return reported[0] if reported else metrics_of(simulator)[0]
+
+
+def _by_seed(rows: pd.DataFrame, labels: pd.Series, metric: str) -> dict[str, dict[int, float]]:
+    values: dict[str, dict[int, float]] = {}
+    if metric not in rows:
+        return values
+    for label, seed, value in zip(labels, rows["seed"], rows[metric], strict=True):
+        if value is not None and not pd.isna(value):
+            values.setdefault(str(label), {})[int(seed)] = float(value)
+    return values
+
+
+# ---- which metrics to show ------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class MetricSelection:
+    """The metrics of one workload, sorted by what the data says about them."""
+
+    shown: tuple[str, ...]
+    """The headline, its explaining metrics, then every metric that differs beyond seed noise."""
+    within_noise: tuple[str, ...]
+    """Metrics whose values vary, but no configuration's differently than seed noise does."""
+    unchanged: tuple[str, ...]
+    """Metrics with one value in every cell (zero included)."""
+
+
+def _differs(by_label: Mapping[str, SeedValues]) -> bool:
+    """Whether some pair of configurations differs beyond seed noise (with one seed: differs)."""
+    labels = list(by_label)
+    for index, label in enumerate(labels):
+        for other in labels[index + 1 :]:
+            difference = paired_difference(by_label[label], by_label[other], other)
+            if difference is None:
+                continue
+            if difference.distinguishable or (
+                difference.distinguishable is None and difference.mean != 0
+            ):
+                return True
+    return False
+
+
+def select_metrics(rows: pd.DataFrame, headline: str) -> MetricSelection:
+    """Sort the metrics one workload's ``rows`` report into shown, within noise and unchanged."""
+    labels = pd.Series(config_labels(rows), index=rows.index)
+    differing, within, unchanged, zero = [], [], [], set()
+    for metric in METRICS:
+        by_label = _by_seed(rows, labels, metric)
+        values = {v for seeds in by_label.values() for v in seeds.values()}
+        if not values:
+            continue  # not reported by this workload's simulator
+        if len(values) == 1:
+            unchanged.append(metric)
+            zero.update({metric} if values == {0.0} else set())
+        elif _differs(by_label):
+            differing.append(metric)
+        else:
+            within.append(metric)
+    groups = {METRICS[headline].group} if headline in METRICS else set()
+    groups.update(METRICS[m].group for m in differing)
+    explaining = [
+        m
+        for group, names in EXPLAINING_METRICS.items()
+        if group in groups
+        for m in names
+        if m in differing or m in within or (m in unchanged and m not in zero)
+    ]
+    shown = tuple(dict.fromkeys([headline, *explaining, *differing]))
+    return MetricSelection(
+        shown,
+        tuple(m for m in within if m not in shown),
+        tuple(m for m in unchanged if m not in shown),
+    )
+
+
+# ---- limits that did not bind ---------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Cell:
+    """What a limit check reads of one configuration: its plugins, settings and the largest value
+    of each metric over its seeds (a limit bound if it bound with any seed)."""
+
+    plugins: Mapping[str, str]
+    settings: Mapping[str, object]
+    peak: Mapping[str, float]
+
+    def metric(self, name: str) -> float | None:
+        return self.peak.get(name)
+
+    def setting(self, key: str) -> object:
+        return self.settings.get(key)
+
+
+@dataclass(frozen=True)
+class _Limit:
+    """A limit a configuration may study: the extension point and settings keys that set it, the
+    metric group it shows in, and a check that says how it did not bind (``None``: it bound)."""
+
+    point: str
+    keys: tuple[str, ...]
+    group: str
+    check: Callable[[_Cell], str | None]
+
+
+def _cache_size(cell: _Cell) -> str | None:
+    if cell.plugins.get("entry_cache") in (None, "", "disabled"):
+        return None
+    peak, evicted = cell.metric("cache_peak_bytes"), cell.metric("cache_evictions_size")
+    if (
+        peak is None
+        or evicted is None
+        or evicted > 0
+        or (cell.metric("cache_inserts_refused") or 0)
+    ):
+        return None
+    size_mb, direct_mb = (
+        cell.setting("managedLedgerCacheSizeMB"),
+        cell.setting("sim.maxDirectMemoryMB"),
+    )
+    if isinstance(direct_mb, int) and (size_mb is None or isinstance(size_mb, int)):
+        limit = cache_size_bytes(size_mb, direct_mb)
+        if peak >= limit:
+            return None
+        return (
+            f"cache peak {format_bytes(peak)} below the cache size {format_bytes(limit)} "
+            "(managedLedgerCacheSizeMB), no size eviction"
+        )
+    return "no size eviction (cache size not recorded in these results)"
+
+
+def _ack_ranges(cell: _Cell) -> str | None:
+    if cell.plugins.get("ack_state_persister") != "range-count":
+        return None
+    dropped, ranges = cell.metric("ack_ranges_dropped"), cell.metric("ack_max_ranges")
+    limit = cell.setting("managedLedgerMaxUnackedRangesToPersist")
+    if dropped is None or dropped > 0 or ranges is None:
+        return None
+    of_limit = (
+        f" below managedLedgerMaxUnackedRangesToPersist {format_count(limit)}"
+        if isinstance(limit, int)
+        else ""
+    )
+    return f"ack ranges peaked at {format_count(ranges)}{of_limit}, no range dropped"
+
+
+def _ack_bytes(cell: _Cell) -> str | None:
+    if cell.plugins.get("ack_state_persister") != "pip299":
+        return None
+    dropped, limit = (
+        cell.metric("ack_bytes_dropped"),
+        cell.setting("managedLedgerMaxAckStateInBytesToPersist"),
+    )
+    if dropped is None or dropped > 0:
+        return None
+    of_limit = (
+        f" (managedLedgerMaxAckStateInBytesToPersist {format_bytes(limit)})"
+        if isinstance(limit, int)
+        else ""
+    )
+    return f"no ack bytes dropped{of_limit}"
+
+
+def _ack_memory(cell: _Cell) -> str | None:
+    if cell.plugins.get("ack_state_persister") != "pip81":
+        return None
+    swapped = cell.metric("ack_swap_outs")
+    if swapped is None or swapped > 0:
+        return None
+    limit = cell.setting("maxIndividualAckCacheBytesPerCursor")
+    of_limit = (
+        f" (maxIndividualAckCacheBytesPerCursor {format_bytes(limit)})"
+        if isinstance(limit, int)
+        else ""
+    )
+    return f"no ack state swapped out{of_limit}"
+
+
+# Which switch turns on the dispatch pause of each persister that has one.
+_PAUSE_SWITCH = {
+    "range-count": "dispatcherPauseOnAckStatePersistentEnabled",
+    "pip299": "dispatcherPauseOnAckPersistentStateEnabled",
+}
+
+
+def _pause(cell: _Cell) -> str | None:
+    switch = _PAUSE_SWITCH.get(cell.plugins.get("ack_state_persister", ""))
+    paused = cell.metric("dispatch_paused_ms")
+    if switch is None or cell.setting(switch) is not True or paused is None or paused > 0:
+        return None
+    return f"dispatch never paused ({switch}=true)"
+
+
+def _kafka_index_size(cell: _Cell) -> str | None:
+    evicted = cell.metric("index_cache_evictions_size")
+    if evicted is None or evicted > 0:
+        return None
+    limit = cell.setting("remote.log.index.file.cache.total.size.bytes")
+    peak = cell.metric("index_cache_resident_bytes_peak")
+    if isinstance(limit, int) and peak is not None:
+        return (
+            f"index cache peak {format_bytes(peak)} below its size {format_bytes(limit)} "
+            "(remote.log.index.file.cache.total.size.bytes), no size eviction"
+        )
+    return "no index cache size eviction"
+
+
+LIMITS: tuple[_Limit, ...] = (
+    _Limit(
+        "entry_cache",
+        ("managedLedgerCacheSizeMB", "sim.maxDirectMemoryMB"),
+        "cache",
+        _cache_size,
+    ),
+    _Limit(
+        "ack_state_persister",
+        ("managedLedgerMaxUnackedRangesToPersist",),
+        "ack_state",
+        _ack_ranges,
+    ),
+    _Limit(
+        "ack_state_persister",
+        ("managedLedgerMaxAckStateInBytesToPersist",),
+        "ack_state",
+        _ack_bytes,
+    ),
+    _Limit(
+        "ack_state_persister",
+        ("maxIndividualAckCacheBytesPerCursor", "enableLruCacheMaxUnackedRanges"),
+        "ack_state",
+        _ack_memory,
+    ),
+    _Limit("ack_state_persister", tuple(_PAUSE_SWITCH.values()), "ack_state", _pause),
+    _Limit(
+        "",
+        ("remote.log.index.file.cache.total.size.bytes", "sim.kafka.indexCachePolicy"),
+        "kafka_index_cache",
+        _kafka_index_size,
+    ),
+)
+"""The limits a verdict checks. A limit is *under study* in a workload when its extension
+point's plugin or one of its keys differs between the configurations, when the headline metric is
+in its group, or when only one configuration ran."""
+
+
+def _json(text: object) -> dict[str, object]:
+    if not isinstance(text, str) or not text:
+        return {}
+    loaded = json.loads(text)
+    return loaded if isinstance(loaded, dict) else {}
+
+
+def _cells(rows: pd.DataFrame, labels: pd.Series) -> dict[str, _Cell]:
+    cells = {}
+    metrics = [m for m in METRICS if m in rows]
+    for label, group in rows.groupby(labels, sort=False):
+        latest = group.sort_values("finished_at").iloc[-1]
+        peak = {m: float(group[m].max()) for m in metrics if group[m].notna().any()}
+        cells[str(label)] = _Cell(
+            {k: str(v) for k, v in _json(latest["plugins"]).items()},
+            _json(latest.get("settings")),
+            peak,
+        )
+    return cells
+
+
+def _studied(limit: _Limit, cells: Mapping[str, _Cell], headline: str) -> bool:
+    if len(cells) == 1 or (headline in METRICS and METRICS[headline].group == limit.group):
+        return True
+    if limit.point and len({c.plugins.get(limit.point) for c in cells.values()}) > 1:
+        return True
+    return any(len({repr(c.setting(k)) for c in cells.values()}) > 1 for k in limit.keys)
+
+
+def not_bound(rows: pd.DataFrame, labels: pd.Series, headline: str) -> dict[str, tuple[str, ...]]:
+    """Configuration label -> how each limit under study did not bind in its cells."""
+    cells = _cells(rows, labels)
+    studied = [limit for limit in LIMITS if _studied(limit, cells, headline)]
+    found = {}
+    for label, cell in cells.items():
+        texts = tuple(t for limit in studied if (t := limit.check(cell)) is not None)
+        if texts:
+            found[label] = texts
+    return found
+
+
+# ---- the verdicts ---------------------------------------------------------------------------
+
+
+def _baseline_label(name: str | None, order: Sequence[str], rows: pd.DataFrame) -> str:
+    """The configuration ``name`` means: a label, else the first configuration of that profile."""
+    if name is None:
+        return order[0]
+    if name in order:
+        return name
+    profiles = dict(zip(config_labels(rows), rows["profile"], strict=True))
+    for label in order:
+        if profiles.get(label) == name:
+            return label
+    raise WorkloadError(
+        "names no configuration of these results",
+        key="--baseline",
+        value=name,
+        allowed=", ".join(order),
+    )
+
+
+def _rank(means: Mapping[str, float], higher_is_better: bool) -> dict[str, int]:
+    sign = -1 if higher_is_better else 1
+    return {
+        label: 1 + sum(sign * other < sign * mean for other in means.values())
+        for label, mean in means.items()
+    }
+
+
+def verdicts(
+    frame: pd.DataFrame, *, baseline: str | None = None, profiles: Sequence[str] = ()
+) -> list[WorkloadVerdict]:
+    """One verdict per workload of ``frame`` (result rows; failed cells are left out), by name.
+
+    ``baseline`` is a configuration label or a profile name (its first configuration); by default
+    the first configuration in ``profiles`` order (the matrix's ``--profile`` order). A workload
+    the baseline did not run is compared with its own first configuration, and its verdict says
+    so. Raises :class:`WorkloadError` when ``baseline`` names no configuration.
+    """
+    ok = frame[frame["status"] == STATUS_OK]
+    if ok.empty:
+        return []
+    everywhere = ordered_labels(ok, profiles)
+    chosen = _baseline_label(baseline, everywhere, ok)
+    found = []
+    for workload, rows in ok.groupby("workload", sort=True):
+        labels = pd.Series(config_labels(rows), index=rows.index)
+        order = [label for label in everywhere if label in set(labels)]
+        metric = headline_of(rows)
+        higher = METRICS[metric].higher_is_better if metric in METRICS else False
+        values = _by_seed(rows, labels, metric)
+        order = [label for label in order if label in values]
+        if not order:
+            continue
+        notes = []
+        reference = chosen
+        if chosen not in values:
+            reference = order[0]
+            notes.append(f"{chosen} did not run this workload: compared with {reference}")
+        means = {label: statistics.fmean(values[label].values()) for label in order}
+        ranks = _rank(means, higher)
+        ranked = sorted(order, key=lambda label: (ranks[label], order.index(label)))
+        best = ranked[0]
+        standings = tuple(
+            Standing(
+                label,
+                ranks[label],
+                means[label],
+                len(values[label]),
+                paired_difference(values[label], values[best], best),
+                paired_difference(values[label], values[reference], reference),
+            )
+            for label in ranked
+        )
+        found.append(
+            WorkloadVerdict(
+                str(workload),
+                metric,
+                higher,
+                reference,
+                standings,
+                not_bound(rows, labels, metric),
+                tuple(notes),
+            )
+        )
+    return found
+
+
+def verdict_rows(found: Sequence[WorkloadVerdict]) -> pd.DataFrame:
+    """``verdicts.csv``: one row per workload x configuration, in rank order."""
+    rows = []
+    for verdict in found:
+        for s in verdict.standings:
+            row: dict[str, object] = {
+                "workload": verdict.workload,
+                "configuration": s.label,
+                "rank": s.rank,
+                "headline": verdict.metric,
+                "unit": METRICS[verdict.metric].unit if verdict.metric in METRICS else "",
+                "better": "higher" if verdict.higher_is_better else "lower",
+                "seeds": s.seeds,
+                "mean": s.mean,
+            }
+            for name, difference in (("best", s.vs_best), ("baseline", s.vs_baseline)):
+                row[f"vs_{name}"] = difference.reference if difference else ""
+                row.update(_difference_columns(name, difference))
+            row["did_not_bind"] = "; ".join(verdict.not_bound.get(s.label, ()))
+            rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def _difference_columns(name: str, difference: Difference | None) -> dict[str, object]:
+    if difference is None:
+        return dict.fromkeys(
+            (f"diff_{name}", f"diff_{name}_pct", f"ci95_low_{name}_pct", f"ci95_high_{name}_pct",
+             f"distinguishable_{name}"),
+            "",
+        )  # fmt: skip
+    interval = difference.percent_interval
+    distinguishable = {True: "yes", False: "no", None: "1 seed: no interval"}
+    return {
+        f"diff_{name}": difference.mean,
+        f"diff_{name}_pct": "" if difference.percent is None else round(difference.percent, 3),
+        f"ci95_low_{name}_pct": "" if interval is None else round(interval[0], 3),
+        f"ci95_high_{name}_pct": "" if interval is None else round(interval[1], 3),
+        f"distinguishable_{name}": distinguishable[difference.distinguishable],
+    }

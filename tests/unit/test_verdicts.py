@@ -1,0 +1,391 @@
+"""Verdicts, metric selection, configuration descriptions and number formats, on synthetic result
+rows (no Spark: the rows are what a matrix writes, built by hand)."""
+
+from __future__ import annotations
+
+import csv
+import json
+import re
+import warnings
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+
+pd = pytest.importorskip("pandas")
+pa = pytest.importorskip("pyarrow")
+pytest.importorskip("matplotlib")
+
+from brokerlab.cli import main  # noqa: E402
+from brokerlab.errors import WorkloadError  # noqa: E402
+from brokerlab.report import build_report  # noqa: E402
+from brokerlab.report.configs import describe_configurations  # noqa: E402
+from brokerlab.report.numbers import format_metric, format_percent  # noqa: E402
+from brokerlab.report.verdicts import (  # noqa: E402
+    paired_difference,
+    select_metrics,
+    verdicts,
+)
+from brokerlab.spark.results import ResultStore, write_profile_order  # noqa: E402
+from brokerlab.spark.schema import RESULT_SCHEMA  # noqa: E402
+from brokerlab.workloads import parse_workload  # noqa: E402
+
+MIB = 1024 * 1024
+PIP430 = {"entry_cache": "pip430", "ack_state_persister": "range-count"}
+LEGACY = {"entry_cache": "legacy", "ack_state_persister": "range-count"}
+SETTINGS = {
+    "managedLedgerCacheSizeMB": 64,
+    "sim.maxDirectMemoryMB": 4096,
+    "managedLedgerMaxUnackedRangesToPersist": 10000,
+    "sim.include": [],
+}
+
+
+def row(
+    profile: str,
+    seed: int,
+    *,
+    workload: str = "w",
+    overrides: dict[str, str] | None = None,
+    plugins: dict[str, str] | None = None,
+    settings: dict[str, object] | None = None,
+    status: str = "ok",
+    **metrics: float,
+) -> dict[str, object]:
+    values: dict[str, object] = dict.fromkeys(RESULT_SCHEMA.names)
+    sets = json.dumps(overrides or {})
+    values.update(
+        cell_id=f"{profile}-{sets}-{workload}-{seed}",
+        profile=profile,
+        overrides=sets,
+        workload=workload,
+        seed=seed,
+        scale=0.1,
+        status=status,
+        profile_fingerprint=f"{profile}{sets}",
+        plugins=json.dumps(plugins or PIP430),
+        plugin_versions=json.dumps(dict.fromkeys(plugins or PIP430, "brokerlab 0.1.0")),
+        settings=json.dumps(settings if settings is not None else SETTINGS),
+        brokerlab_version="0",
+        finished_at="2026-11-26T00:00:00+00:00",
+    )
+    values.update(metrics)
+    return values
+
+
+def frame(rows: Sequence[dict[str, object]]) -> pd.DataFrame:
+    return pd.DataFrame(list(rows), columns=list(RESULT_SCHEMA.names))
+
+
+def reads(profile: str, values: Sequence[float], **extra: object) -> list[dict[str, object]]:
+    """One row per seed with these storage reads (and a cache that filled: size evictions)."""
+    metrics = {"cache_peak_bytes": 64.0 * MIB, "cache_evictions_size": 10.0}
+    metrics.update({k: v for k, v in extra.items() if isinstance(v, float)})
+    options = {k: v for k, v in extra.items() if not isinstance(v, float)}
+    return [
+        row(profile, seed, storage_entries_read=value, **options, **metrics)  # type: ignore[arg-type]
+        for seed, value in enumerate(values)
+    ]
+
+
+# ---- the paired comparison ------------------------------------------------------------------
+
+
+def test_paired_interval_is_the_t_interval_of_per_seed_differences() -> None:
+    # Differences 10, 12, 14: mean 12, sd 2, t(2) = 4.303: half-width 4.303 * 2 / sqrt(3).
+    difference = paired_difference({0: 110, 1: 212, 2: 314}, {0: 100, 1: 200, 2: 300}, "ref")
+    assert difference is not None
+    half = 4.303 * 2 / 3**0.5
+    assert difference.mean == pytest.approx(12)
+    assert (difference.low, difference.high) == pytest.approx((12 - half, 12 + half))
+    assert difference.percent == pytest.approx(6.0)  # 12 of the reference mean 200
+    assert difference.distinguishable is True
+    # Unpaired, the two configurations' own spreads (sd 100) would hide the difference.
+
+
+def test_clear_winner_is_ranked_first_and_beyond_noise() -> None:
+    rows = reads("legacy", [1000.0, 1100.0, 900.0], plugins=LEGACY) + reads(
+        "pip430", [500.0, 560.0, 440.0]
+    )
+    [verdict] = verdicts(frame(rows), profiles=["legacy", "pip430"])
+    assert verdict.metric == "storage_entries_read" and not verdict.higher_is_better
+    assert [(s.label, s.rank) for s in verdict.standings] == [("pip430", 1), ("legacy", 2)]
+    assert verdict.baseline == "legacy"
+    winner = verdict.standings[0].vs_baseline
+    assert winner is not None and winner.percent == pytest.approx(-50.0)
+    assert winner.distinguishable is True
+    line = verdict.line()
+    assert line.startswith("w: storage_entries_read (entries, lower is better, 3 seeds)")
+    assert "best pip430 (500)" in line
+    assert re.search(r"pip430 -50% \[-\d+(\.\d+)?%, -\d+(\.\d+)?%\] beyond seed noise", line)
+    assert "Did not bind" not in line  # the caches filled
+
+
+def test_tie_within_noise_is_called_a_tie() -> None:
+    # Per-seed differences +1, -2, +3: their interval includes zero.
+    rows = reads("a", [100.0, 110.0, 90.0]) + reads("b", [101.0, 108.0, 93.0])
+    [verdict] = verdicts(frame(rows), profiles=["a", "b"])
+    assert [s.label for s in verdict.standings] == ["a", "b"]
+    assert verdict.standings[1].vs_best is not None
+    assert verdict.standings[1].vs_best.distinguishable is False
+    assert verdict.tied_with_best() == ["b"]
+    assert "tied with it within seed noise: b" in verdict.line()
+    assert "within seed noise" in verdict.line().split("against a:")[1]
+
+
+def test_higher_is_better_for_a_hit_ratio_headline() -> None:
+    rows = [
+        row(p, seed, workload="t", trace_hit_ratio=value, trace_requests=10.0)
+        for p, values in (("small", [0.5, 0.52]), ("big", [0.8, 0.79]))
+        for seed, value in enumerate(values)
+    ]
+    [verdict] = verdicts(frame(rows), profiles=["small", "big"])
+    assert verdict.metric == "trace_hit_ratio" and verdict.higher_is_better
+    assert verdict.best.label == "big"
+
+
+def test_a_cache_that_never_filled_is_named() -> None:
+    rows = reads("legacy", [10.0, 11.0], plugins=LEGACY) + [
+        row("pip430", seed, storage_entries_read=10.0, cache_peak_bytes=2.5 * MIB,
+            cache_evictions_size=0.0, cache_inserts_refused=0.0)
+        for seed in range(2)
+    ]  # fmt: skip
+    [verdict] = verdicts(frame(rows), profiles=["legacy", "pip430"])
+    assert set(verdict.not_bound) == {"pip430"}  # the legacy cache evicted for size
+    assert verdict.not_bound["pip430"] == (
+        "cache peak 2.5 MiB below the cache size 64 MiB (managedLedgerCacheSizeMB), "
+        "no size eviction",
+    )
+    assert "Did not bind: pip430: cache peak 2.5 MiB" in verdict.line()
+
+
+def test_ack_limits_and_pause_that_never_bound_are_named() -> None:
+    settings = {**SETTINGS, "dispatcherPauseOnAckStatePersistentEnabled": True}
+    rows = [
+        row(p, seed, plugins={"entry_cache": "disabled", "ack_state_persister": persister},
+            settings=settings, storage_entries_read=5.0, ack_ranges_dropped=0.0,
+            ack_max_ranges=771.0, dispatch_paused_ms=0.0)
+        for p, persister in (("limited", "range-count"), ("unlimited", "unlimited"))
+        for seed in range(2)
+    ]  # fmt: skip
+    [verdict] = verdicts(frame(rows), profiles=["limited", "unlimited"])
+    assert verdict.not_bound == {
+        "limited": (
+            "ack ranges peaked at 771 below managedLedgerMaxUnackedRangesToPersist 10,000, "
+            "no range dropped",
+            "dispatch never paused (dispatcherPauseOnAckStatePersistentEnabled=true)",
+        )
+    }
+
+
+def test_a_limit_no_configuration_studies_is_not_warned_about() -> None:
+    # Both configurations run the same ack-state persister with the same settings, on a cache
+    # workload: its limits are not under study, even though they never bound.
+    rows = [
+        row(p, seed, plugins=plugins, storage_entries_read=float(10 + seed),
+            cache_peak_bytes=64.0 * MIB, cache_evictions_size=1.0, ack_ranges_dropped=0.0,
+            ack_max_ranges=5.0)
+        for p, plugins in (("legacy", LEGACY), ("pip430", PIP430))
+        for seed in range(2)
+    ]  # fmt: skip
+    [verdict] = verdicts(frame(rows), profiles=["legacy", "pip430"])
+    assert verdict.not_bound == {}
+
+
+def test_a_single_seed_has_no_interval() -> None:
+    rows = reads("a", [100.0]) + reads("b", [80.0])
+    [verdict] = verdicts(frame(rows), profiles=["a", "b"])
+    difference = verdict.standings[0].vs_baseline
+    assert difference is not None and difference.distinguishable is None
+    assert difference.percent_interval is None
+    assert "b -20% (1 seed: no interval)" in verdict.line()
+    assert "beyond seed noise" not in verdict.line()
+    assert "within seed noise" not in verdict.line()
+
+
+def test_baseline_by_profile_name_and_unknown_baseline() -> None:
+    rows = reads("a", [100.0, 101.0]) + reads("b", [80.0, 82.0]) + reads("c", [90.0, 95.0])
+    [verdict] = verdicts(frame(rows), baseline="c", profiles=["a", "b", "c"])
+    assert verdict.baseline == "c"
+    with pytest.raises(WorkloadError, match="--baseline"):
+        verdicts(frame(rows), baseline="nope")
+
+
+def test_zero_reference_mean_gives_an_absolute_difference() -> None:
+    rows = reads("a", [2000.0, 2400.0]) + reads("b", [0.0, 0.0])
+    [verdict] = verdicts(frame(rows), profiles=["b", "a"])
+    loser = verdict.standings[1]
+    assert loser.vs_best is not None and loser.vs_best.percent is None
+    assert loser.vs_best.text("storage_entries_read").startswith("+2,200 entries [")
+
+
+# ---- the metrics the data singles out -------------------------------------------------------
+
+
+def test_metrics_are_sorted_into_shown_within_noise_and_unchanged() -> None:
+    rows = [
+        row(p, seed, storage_entries_read=base + seed, cache_evictions_size=evictions,
+            cache_eviction_work=0.0, delayed_index_bytes=0.0, latency_p99_ms=float(seed % 2),
+            published=1000.0, cache_hits=hits + seed)
+        for p, base, evictions, hits in (("a", 100.0, 5.0, 10.0), ("b", 50.0, 5.0, 70.0))
+        for seed in range(3)
+    ]  # fmt: skip
+    selection = select_metrics(frame(rows), "storage_entries_read")
+    assert selection.shown[0] == "storage_entries_read"
+    # Explaining metrics of the cache group stay beside it unless zero everywhere; cache_hits
+    # differs beyond noise.
+    assert "cache_evictions_size" in selection.shown and "cache_hits" in selection.shown
+    assert "cache_eviction_work" not in selection.shown
+    assert selection.within_noise == ("latency_p99_ms",)
+    assert {"delayed_index_bytes", "published", "cache_eviction_work"} <= set(selection.unchanged)
+
+
+# ---- configurations, described -------------------------------------------------------------
+
+
+def test_configurations_show_plugins_and_only_the_settings_that_differ() -> None:
+    other = {**SETTINGS, "managedLedgerCacheSizeMB": None, "sim.include": ["x.conf"]}
+    rows = [
+        row("legacy", 0, plugins=LEGACY),
+        row("pip430", 0, settings=other, plugins={**PIP430, "eviction_predicates": "a,b"}),
+    ]
+    first, second = describe_configurations(frame(rows), ["legacy", "pip430"])
+    assert first.difference_line() == "no setting differs"
+    assert second.difference_line() == "managedLedgerCacheSizeMB=(empty)"  # sim.include: not
+    assert second.plugin_line() == (
+        "entry_cache=pip430, ack_state_persister=range-count, eviction_predicates=a,b"
+    )
+    assert second.source_line() == (
+        "brokerlab 0.1.0 (entry_cache, ack_state_persister, eviction_predicates)"
+    )
+
+
+def test_rows_without_settings_fall_back_to_their_set_values() -> None:
+    rows = [row("p", 0, settings={}), row("p", 0, settings={}, overrides={"k": "2"})]
+    rows[0]["settings"] = rows[1]["settings"] = None  # results written before the column
+    described = describe_configurations(frame(rows), ["p", "p [k=2]"])
+    assert described[1].difference_line() == "--set k=2=2 (other settings not recorded)".replace(
+        "k=2=2", "k=2"
+    )
+
+
+# ---- numbers --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("metric", "value", "shown"),
+    [
+        ("storage_entries_read", 9155.67, "9,156"),
+        ("storage_entries_read", 10200.0, "10,200"),
+        ("storage_entries_read", 2.3333, "2.33"),
+        ("cache_hit_ratio", 0.9178436, "0.918"),
+        ("cache_hit_ratio", 1.0, "1"),
+        ("cache_peak_bytes", 2541705.0, "2.42 MiB"),
+        ("cache_peak_bytes", 512.0, "512 B"),
+        ("cache_peak_bytes", float(1024**3), "1 GiB"),
+        ("cache_peak_bytes", 1536.0, "1.5 KiB"),
+        ("latency_p99_ms", 1234.5678, "1,235"),
+        ("latency_p99_ms", 0.012345, "0.0123"),
+    ],
+)
+def test_numbers_have_one_format_per_kind(metric: str, value: float, shown: str) -> None:
+    assert format_metric(metric, value) == shown
+
+
+def test_percentages_are_signed() -> None:
+    assert [format_percent(v) for v in (12.345, -0.5, 0.0, -100.0)] == [
+        "+12.3%",
+        "-0.5%",
+        "0%",
+        "-100%",
+    ]
+
+
+# ---- the report and the CLI -----------------------------------------------------------------
+
+
+def write_results(out: Path, rows: Sequence[dict[str, object]]) -> None:
+    store = ResultStore(out)
+    store.write(pa.Table.from_pylist(list(rows), schema=RESULT_SCHEMA))
+
+
+def test_report_opens_with_verdicts_and_writes_verdicts_csv(tmp_path: Path) -> None:
+    rows = reads("legacy", [1000.0, 1100.0, 900.0], plugins=LEGACY) + reads(
+        "pip430", [500.0, 560.0, 440.0]
+    )
+    write_results(tmp_path, rows)
+    write_profile_order(tmp_path, ["legacy", "pip430"])
+    report = build_report(tmp_path)
+    page = report.path.read_text(encoding="utf-8")
+    line = report.verdicts[0].line()
+    assert page.index(line.split(";")[0]) < page.index("<h2 id='w'>")  # at the top
+    assert "0 failed" in page and "<span class='failed'>0 failed" not in page
+    assert "{&quot;entry_cache&quot;" not in page and "entry_cache=pip430" in page
+    with (tmp_path / "verdicts.csv").open() as handle:
+        table = list(csv.DictReader(handle))
+    assert [(r["configuration"], r["rank"], r["distinguishable_baseline"]) for r in table] == [
+        ("pip430", "1", "yes"),
+        ("legacy", "2", "no"),
+    ]
+    assert float(table[0]["diff_baseline_pct"]) == pytest.approx(-50.0)
+
+
+# Metrics every configuration reports and that differ: each gets a panel with its labels.
+PANELS = ("storage_entries_read", "cache_hit_ratio", "cache_peak_bytes", "delayed_index_bytes",
+          "redelivered_after_restart", "dispatch_paused_ms", "latency_p99_ms")  # fmt: skip
+
+
+def test_two_set_keys_with_long_values_keep_the_bars_visible(tmp_path: Path) -> None:
+    rows = [
+        row("pulsar-4.0-legacy", seed, overrides={
+                "managedLedgerCacheEvictionTimeThresholdMillis": str(ttl),
+                "managedLedgerMaxUnackedRangesToPersistInMetadataStore": str(ranges)},
+            **{m: float(ttl + ranges + seed) for m in PANELS})
+        for ttl in (100, 1000, 10000)
+        for ranges in (1000, 100000)
+        for seed in range(2)
+    ]  # fmt: skip
+    write_results(tmp_path, rows)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # matplotlib: "axes sizes collapsed to zero"
+        build_report(tmp_path)
+    from matplotlib.image import imread
+
+    image = imread(tmp_path / "plots" / "w.png")
+    # Bars are drawn in #4477aa: a collapsed panel would leave (nearly) none of that colour.
+    blue = (abs(image[..., 0] - 0x44 / 255) < 0.02) & (abs(image[..., 2] - 0xAA / 255) < 0.02)
+    assert blue.sum() > 2000
+
+
+def test_report_command_prints_a_verdict_per_workload(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    rows = [
+        *reads("a", [100.0, 101.0]),
+        *reads("b", [50.0, 52.0]),
+        *[row("a", 0, workload="other", storage_entries_read=1.0, status="failed")],
+    ]
+    rows += [{**r, "workload": "w2", "cell_id": f"{r['cell_id']}-2"} for r in rows[:4]]
+    write_results(tmp_path, rows)
+    assert main(["report", str(tmp_path), "--baseline", "b"]) == 0
+    printed = capsys.readouterr().out.splitlines()
+    verdict_lines = [line.strip() for line in printed if line.startswith("  ")]
+    assert [line.split(":")[0] for line in verdict_lines] == ["w", "w2"]
+    assert all("against b: a +" in line for line in verdict_lines)
+    assert main(["report", str(tmp_path), "--baseline", "c"]) == 2
+
+
+def test_a_workload_may_declare_its_headline() -> None:
+    text = 'name = "x"\nduration_s = 1\nheadline = "delayed_index_bytes"\n[[topics]]\nname = "t"\n'
+    assert parse_workload(text, "x.toml").headline == "delayed_index_bytes"
+    with pytest.raises(WorkloadError, match="not a metric of simulator 'pulsar'"):
+        parse_workload(text.replace("delayed_index_bytes", "trace_hit_ratio"), "x.toml")
+    rows = [
+        row(p, seed, storage_entries_read=1.0, delayed_index_bytes=value + seed)
+        for p, value in (("a", 100.0), ("b", 10.0))
+        for seed in range(2)
+    ]
+    for one in rows:
+        one["headline"] = "delayed_index_bytes"
+    [verdict] = verdicts(frame(rows))
+    assert verdict.metric == "delayed_index_bytes" and verdict.best.label == "b"
