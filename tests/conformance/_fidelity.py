@@ -16,6 +16,7 @@ from pathlib import Path
 from types import ModuleType
 
 from _conformance import ROOT, Reexpression, UpstreamClass
+from _gaps import GAPS, Gap
 
 HERE = Path(__file__).resolve().parent
 PAGE = ROOT / "docs" / "fidelity.md"
@@ -188,8 +189,12 @@ def _cell(text: str) -> str:
 COLUMNS = (PASSES, DIFFERS, DEFECT, FAILS, NOT_APPLICABLE)
 
 
-def render(modules: Iterable[ConformanceModule], outcomes: Mapping[str, str] | None = None) -> str:
-    """The fidelity page for ``modules``."""
+def render(
+    modules: Iterable[ConformanceModule],
+    outcomes: Mapping[str, str] | None = None,
+    gaps: Iterable[Gap] = GAPS,
+) -> str:
+    """The fidelity page for ``modules``, then the differences found outside them."""
     declared = [module for module in modules if module.upstream is not None]
     order = sorted(declared, key=lambda m: (m.upstream.area, m.upstream.name))  # type: ignore[union-attr]
     per_module = {module.file: statuses(module, outcomes) for module in order}
@@ -262,4 +267,20 @@ def render(modules: Iterable[ConformanceModule], outcomes: Mapping[str, str] | N
             ]
             for status in per_module[module.file]:
                 lines.append(f"| `{status.method}` | {status.status} | {_cell(status.detail)} |")
+    found = list(gaps)
+    if found:
+        lines += [
+            "",
+            "## Differences found outside these tests",
+            "",
+            "Reviews of the brokers' code beyond their tests (`tests/conformance/_gaps.py`):",
+            "",
+            "| Area | Upstream | brokerlab | When it matters |",
+            "|---|---|---|---|",
+        ]
+        for gap in found:
+            lines.append(
+                f"| {gap.area} | {_cell(gap.upstream)} | {_cell(gap.brokerlab)} "
+                f"| {_cell(gap.matters)} |"
+            )
     return "\n".join(lines) + "\n"

@@ -19,6 +19,7 @@ from _fidelity import (
     problems,
     render,
 )
+from _gaps import Gap
 
 TOY = UpstreamClass(
     name="ToyTest",
@@ -96,6 +97,12 @@ def test_statuses_and_totals_follow_the_declarations(tmp_path: Path) -> None:
     assert doc.endswith(": ToyTest.a.")
     failed = render(modules, {"test_toy.py::test_a": "failed"})
     assert "| `a` | fails | `test_a` |" in failed
+    gap = Gap("Toys", "Upstream rounds | up.", "brokerlab rounds down.", "Always.")
+    with_gap = render(modules, gaps=[gap])
+    assert with_gap.endswith(
+        "| Toys | Upstream rounds \\| up. | brokerlab rounds down. | Always. |\n"
+    )
+    assert "## Differences found outside these tests" not in render(modules, gaps=[])
 
 
 def test_gaps_are_reported(tmp_path: Path) -> None:
