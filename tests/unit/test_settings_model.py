@@ -419,7 +419,6 @@ def test_the_cache_eviction_interval_is_capped_as_pulsar_caps_it(ms: int, effect
 NARROWER_THAN_PULSAR = [
     "managedLedgerMaxEntriesPerLedger",
     "managedLedgerMaxReadsInFlightSizeInMB",
-    "managedLedgerMaxReadsInFlightPermitsAcquireQueueSize",
     "maxMessageSize",
     "defaultNumberOfNamespaceBundles",
     "dispatcherMaxReadBatchSize",

@@ -16,7 +16,14 @@ from brokerlab import load_profile
 from brokerlab.broker.broker import Broker, Counters
 from brokerlab.broker.events import EventLoop
 from brokerlab.broker.ledger import NO_KEY, Ledger
-from brokerlab.broker.reads import Backoff, PendingReads, Storage, contiguous_runs
+from brokerlab.broker.reads import (
+    Backoff,
+    InflightReadsLimiter,
+    PendingReads,
+    ReadOp,
+    Storage,
+    contiguous_runs,
+)
 from brokerlab.broker.simulator import wire_broker
 from brokerlab.errors import ProfileError
 from brokerlab.host import PluginHost
@@ -26,8 +33,8 @@ from brokerlab.workloads import DurationSpec, StorageSpec, WorkloadSpec, parse_w
 
 MS = 1_000_000
 HOST = PluginHost()
-# Reads capped just below 1 MiB (never binding on 100 entries of 1 KiB), so that a 1 MiB in-flight
-# limit is not raised to fit one read of the default 5 MiB.
+# Reads capped just below 1 MiB (never binding on 100 entries of 1 KiB): with a 1 MiB in-flight
+# limit, a read's estimate then stays within the limit.
 SMALL_READS = "dispatcherMaxReadSizeBytes=1048575"
 # Every read misses (the disabled cache), so each read goes to storage.
 NO_CACHE = ("sim.entryCache=disabled", "sim.ackStatePersister=unlimited")
@@ -170,25 +177,79 @@ def test_the_in_flight_limit_makes_a_read_wait_for_anothers_permits() -> None:
 
 
 def test_a_read_that_waits_past_the_timeout_fails_and_the_dispatcher_backs_off() -> None:
-    """Batches of 200 are estimated at 200 x 10,304 bytes, more than the whole 1 MiB limit: the
-    first read waits 1 s in line, fails, and the dispatcher waits 0.5 s, then reads 1 entry,
-    then 2, 4, 8, ... (the read batch doubles with each success)."""
-    b, loop = broker(
-        workload("read_latency_ms = 10"),
+    """1 MiB limit, reads of 2 s. a's read of 100 entries (estimated 100 x 10,304 = 1,030,400
+    bytes) holds the limit; b's equal read does not fit beside it and waits in line. At 1 s it has
+    waited the timeout and fails; b backs off 0.5 s and reads 1 entry (10,304 bytes, which fits
+    beside a's): entry 0, which a's read is fetching, so it waits for that read and both arrive
+    at 2 s."""
+    b, loop = _two_readers_of_two_seconds("1000")
+    loop.run_until(1000 * MS - 1)
+    assert b.counters.read_failures == 0
+    loop.run_until(1000 * MS)
+    assert b.counters.read_failures == 1
+    loop.run_until(2000 * MS - 1)
+    assert b.counters.delivered == 0
+    loop.run_until(2000 * MS)
+    assert b.counters.delivered == 101 and b.counters.storage_entries_shared == 1
+    assert b.counters.read_failures == 1
+
+
+def _two_readers_of_two_seconds(timeout_ms: str) -> tuple[Broker, EventLoop]:
+    """Two subscriptions, reads of 2 s, a 1 MiB limit that holds one read of 100 entries."""
+    return broker(
+        workload("read_latency_ms = 2000", subscriptions=2),
         "managedLedgerMaxReadsInFlightSizeInMB=1",
         SMALL_READS,
-        "managedLedgerMaxReadsInFlightPermitsAcquireTimeoutMillis=1000",
-        "dispatcherMaxReadBatchSize=200",
+        f"managedLedgerMaxReadsInFlightPermitsAcquireTimeoutMillis={timeout_ms}",
         "dispatcherReadFailureBackoffInitialTimeInMs=500",
     )
-    loop.run_until(1500 * MS - 1)
-    assert b.counters.delivered == 0
-    assert b.counters.read_failures == 1
-    batches = [1, 2, 4, 8, 16]
-    for n in range(1, len(batches) + 1):
-        loop.run_until(1500 * MS + n * 10 * MS)
-        assert b.counters.delivered == sum(batches[:n])
-    assert b.dispatchers[0].read_batch == 32
+
+
+def _limiter(limit: int, max_line: int = 50_000) -> tuple[InflightReadsLimiter, Broker]:
+    """A limiter of ``limit`` bytes on a broker whose own reads never start (the loop is not
+    run): the grants it decides are the test's alone."""
+    b, loop = broker(workload("read_latency_ms = 10"))
+    return InflightReadsLimiter(limit, 0, max_line, loop, b.counters), b
+
+
+def test_a_read_that_fits_is_granted_while_others_wait_in_line() -> None:
+    """apache/pulsar ``InflightReadsLimiter.internalAcquire`` (at
+    00c946d29b431ddba478f03df4c1e832f8e12685 and on master) grants whenever the remaining bytes
+    cover the request, whoever waits: with 100 bytes, 80 are granted, 50 wait, and 20 are granted
+    at once past them."""
+    limiter, b = _limiter(100)
+    first, waiting, small = (ReadOp(b.dispatchers[0], 0, []) for _ in range(3))
+    assert limiter.acquire(first, 80) is True
+    assert limiter.acquire(waiting, 50) is None
+    assert limiter.acquire(small, 20) is True
+    assert (first.permits, waiting.permits, small.permits) == (80, 0, 20)
+    limiter.release(first)
+    assert waiting.permits == 50  # the line moves once 50 are free
+
+
+def test_a_read_above_the_whole_limit_gets_the_whole_limit_when_nothing_is_in_flight() -> None:
+    """Pulsar master's ``InflightReadsLimiter`` grants a request above ``maxReadsInFlightSize``
+    the whole limit when all of it is free, at once or from the line; the broker only warns about
+    such a limit (``ManagedLedgerClientFactory``)."""
+    limiter, b = _limiter(100)
+    big, other = (ReadOp(b.dispatchers[0], 0, []) for _ in range(2))
+    assert limiter.acquire(big, 150) is True and big.permits == 100
+    assert limiter.acquire(other, 150) is None
+    limiter.release(big)
+    assert other.permits == 100
+
+
+@pytest.mark.parametrize(("configured", "holds"), [(1, 4), (4, 4), (5, 8), (50_000, 65_536)])
+def test_the_line_holds_its_size_rounded_up_to_a_power_of_two_and_at_least_four(
+    configured: int, holds: int
+) -> None:
+    """The line is a JCTools ``SpscArrayQueue(capacity)``: ``max(capacity, 4)`` rounded up to a
+    power of two places; the read after that fails at once."""
+    limiter, b = _limiter(100, configured)
+    assert limiter.acquire(ReadOp(b.dispatchers[0], 0, []), 100) is True
+    for _ in range(holds):
+        assert limiter.acquire(ReadOp(b.dispatchers[0], 0, []), 100) is None
+    assert limiter.acquire(ReadOp(b.dispatchers[0], 0, []), 100) is False
 
 
 @pytest.mark.parametrize("mb", ["0", "-1", "-9223372036854775808"])
@@ -216,18 +277,15 @@ def test_a_permits_timeout_of_zero_or_less_waits_without_limit(timeout: str) -> 
     minimum; apache/pulsar ``InflightReadsLimiter.java`` at
     00c946d29b431ddba478f03df4c1e832f8e12685 schedules no timeout check
     (``scheduleTimeOutCheck``) and fails no queued read (``internalRelease``) when
-    ``acquireTimeoutMillis`` is 0 or less. The read of the timeout test above then waits in line
-    for good instead of failing after 1 s."""
-    b, loop = broker(
-        workload("read_latency_ms = 10"),
-        "managedLedgerMaxReadsInFlightSizeInMB=1",
-        SMALL_READS,
-        f"managedLedgerMaxReadsInFlightPermitsAcquireTimeoutMillis={timeout}",
-        "dispatcherMaxReadBatchSize=200",
-    )
-    loop.run_until(60_000 * MS)
-    assert b.counters.read_failures == 0
-    assert b.counters.delivered == 0
+    ``acquireTimeoutMillis`` is 0 or less. b's read of the timeout test above then waits in line
+    without failing until a's read hands its entries over at 2 s, and arrives 2 s later."""
+    b, loop = _two_readers_of_two_seconds(timeout)
+    loop.run_until(2000 * MS)
+    assert b.counters.read_failures == 0 and b.counters.delivered == 100
+    loop.run_until(4000 * MS - 1)
+    assert b.counters.delivered == 100
+    loop.run_until(4000 * MS)
+    assert b.counters.read_failures == 0 and b.counters.delivered == 200
 
 
 SLOW_CONSUMER = """
@@ -267,21 +325,22 @@ def test_a_backlogged_threshold_of_minus_one_keeps_cursors_active(
 
 
 def test_a_full_line_fails_the_read_at_once() -> None:
+    """A line of 1 holds 4 (JCTools' minimum): of six readers, one holds the permits, four wait
+    and the sixth finds the line full."""
     b, loop = broker(
-        workload("read_latency_ms = 10", subscriptions=3),
+        workload("read_latency_ms = 10", subscriptions=6),
         "managedLedgerMaxReadsInFlightSizeInMB=1",
         SMALL_READS,
         "managedLedgerMaxReadsInFlightPermitsAcquireQueueSize=1",
     )
     loop.run_until(0)
-    # a holds the permits, b waits in the line of one, c finds it full.
     assert b.counters.read_failures == 1
 
 
-def test_a_small_in_flight_limit_is_raised_to_fit_one_whole_read() -> None:
+def test_a_limit_below_one_read_is_kept_and_the_read_gets_all_of_it() -> None:
+    """2 MiB against reads of up to 5 MiB: the limit stays 2 MiB (Pulsar only warns); a read
+    estimated above it would hold all of it (the test above)."""
     b, _ = broker(workload(""), "managedLedgerMaxReadsInFlightSizeInMB=2")
-    assert b.tuning.reads_in_flight_bytes == 6 * 1024 * 1024  # 5 MiB reads: 5 + 1
-    b, _ = broker(workload(""), "managedLedgerMaxReadsInFlightSizeInMB=2", SMALL_READS)
     assert b.tuning.reads_in_flight_bytes == 2 * 1024 * 1024
 
 

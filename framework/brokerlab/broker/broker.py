@@ -143,7 +143,7 @@ class BrokerTuning:
             read_backoff_initial_ns=s.dispatcher_read_failure_backoff_initial_time_in_ms * MS,
             read_backoff_max_ns=s.dispatcher_read_failure_backoff_max_time_in_ms * MS,
             reads_in_flight_bytes=_reads_in_flight_limit(
-                s.managed_ledger_max_reads_in_flight_size_in_mb, s.dispatcher_max_read_size_bytes
+                s.managed_ledger_max_reads_in_flight_size_in_mb
             ),
             reads_in_flight_timeout_ns=(
                 s.managed_ledger_max_reads_in_flight_permits_acquire_timeout_millis * MS
@@ -152,13 +152,11 @@ class BrokerTuning:
         )
 
 
-def _reads_in_flight_limit(limit_mb: int, max_read_bytes: int) -> int:
-    """managedLedgerMaxReadsInFlightSizeInMB in bytes. As Pulsar's broker does when it builds the
-    managed-ledger factory, a limit below one read of dispatcherMaxReadSizeBytes is raised to
-    ``dispatcherMaxReadSizeBytes / 1 MiB + 1`` MiB, so that a single read always fits."""
-    if limit_mb <= 0:
-        return 0
-    return max(limit_mb, max_read_bytes // MIB + 1) * MIB
+def _reads_in_flight_limit(limit_mb: int) -> int:
+    """managedLedgerMaxReadsInFlightSizeInMB in bytes (0: no limit). Pulsar only warns when it is
+    below one read of dispatcherMaxReadSizeBytes; the limiter then grants such a read the whole
+    limit once nothing else is in flight (``InflightReadsLimiter``)."""
+    return max(limit_mb, 0) * MIB
 
 
 @dataclass(frozen=True)

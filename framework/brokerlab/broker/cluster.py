@@ -51,8 +51,12 @@ PEAK_COUNTERS: Final = frozenset(
 
 
 def bundle_of(topic: str, bundles: int) -> int:
-    """The namespace bundle ``topic`` hashes into: CRC-32 of its name over equal ranges."""
-    return zlib.crc32(topic.encode()) * bundles // HASH_RANGE
+    """The namespace bundle ``topic`` hashes into: CRC-32 of its name over the bundles' ranges.
+
+    As ``NamespaceBundleFactory.getBundles``: each bundle spans ``2^32 // bundles`` hashes and
+    the last one also takes the remainder.
+    """
+    return min(zlib.crc32(topic.encode()) // (HASH_RANGE // bundles), bundles - 1)
 
 
 class Cluster:

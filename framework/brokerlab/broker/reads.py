@@ -259,9 +259,13 @@ class PendingReads:
 class InflightReadsLimiter:
     """The broker-wide budget of bytes read and not yet handed to consumers, with its line.
 
-    ``acquire`` grants at once when the estimate fits and nobody waits; otherwise the read joins
-    the line, which ``release`` serves in order while the head fits. A read that waited longer
-    than ``timeout_ns`` when the line is served, or finds the line full, fails.
+    As Pulsar's ``InflightReadsLimiter`` (master): ``acquire`` grants at once whatever fits, even
+    while others wait (the line is no queue for fairness, only for reads that did not fit); a
+    read estimated above the whole limit is granted the whole limit when nothing else is in
+    flight. Otherwise the read joins the line, which ``release`` serves in order: a head that
+    waited longer than ``timeout_ns`` fails, one that can be granted is. A read that finds the
+    line full fails at once. The line holds ``max_line`` reads rounded up to a power of two, at
+    least 4 (JCTools' ``SpscArrayQueue``).
     """
 
     __slots__ = (
@@ -280,7 +284,7 @@ class InflightReadsLimiter:
         self.limit = limit
         self._free = limit
         self._timeout_ns = timeout_ns
-        self._max_line = max_line
+        self._max_line = max(4, 1 << max(0, max_line - 1).bit_length())
         self._loop = loop
         self._counters = counters
         self._line: deque[ReadOp] = deque()
@@ -289,7 +293,7 @@ class InflightReadsLimiter:
         """True: granted now. None: ``op`` waits in line (``Dispatcher.permits_granted`` or
         ``Dispatcher.read_failed`` follows). False: the line is full; the read fails."""
         op.wanted = permits
-        if self._free >= permits and not self._line:
+        if self._grantable(permits):
             self._take(op)
             return True
         if len(self._line) >= self._max_line:
@@ -300,9 +304,14 @@ class InflightReadsLimiter:
             self._loop.at(op.queued_ns + self._timeout_ns, self._expire)
         return None
 
+    def _grantable(self, permits: int) -> bool:
+        free = self._free
+        return free >= permits or (permits > self.limit and free == self.limit)
+
     def _take(self, op: ReadOp) -> None:
-        op.permits = op.wanted
-        self._free -= op.wanted
+        # An estimate above the whole limit holds the whole limit.
+        op.permits = min(op.wanted, self.limit)
+        self._free -= op.permits
         used = self.limit - self._free
         if used > self._counters.reads_in_flight_peak_bytes:
             self._counters.reads_in_flight_peak_bytes = used
@@ -315,16 +324,16 @@ class InflightReadsLimiter:
         now = self._loop.now_ns()
         while line:
             head = line[0]
-            if head.wanted <= self._free:
+            if self._timeout_ns > 0 and now - head.queued_ns > self._timeout_ns:
+                line.popleft()
+                self._fail(head)
+            elif self._grantable(head.wanted):
                 line.popleft()
                 self._take(head)
                 self._counters.read_permit_wait_ns += now - head.queued_ns
                 # Through the event loop: a grant that completes at once releases in turn, and a
                 # long line must not become a deep chain of calls.
                 self._loop.soon(partial(head.dispatcher.permits_granted, head))
-            elif self._timeout_ns > 0 and now - head.queued_ns > self._timeout_ns:
-                line.popleft()
-                self._fail(head)
             else:
                 break
 

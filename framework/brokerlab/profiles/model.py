@@ -146,9 +146,11 @@ class BrokerSettings(BaseSettings):
         le=JAVA_LONG.high // _MB,
         description="Broker-wide limit on the estimated bytes of entries read (from storage or the "
         "cache) and not yet handed to consumers, in MiB; 0 or less disables it, as in Pulsar. A "
-        "read waits in line until its estimate fits. A limit below dispatcherMaxReadSizeBytes / "
-        "1 MiB + 1 is raised to that, as Pulsar's broker does. Above the upper bound Pulsar's "
-        "conversion to bytes overflows a Java long, which brokerlab does not reproduce.",
+        "read that does not fit waits in line; a read estimated above the whole limit gets the "
+        "whole limit once nothing else is in flight (Pulsar master's InflightReadsLimiter; the "
+        "broker only warns about a limit below dispatcherMaxReadSizeBytes). Above the upper "
+        "bound Pulsar's conversion to bytes overflows a Java long, which brokerlab does not "
+        "reproduce.",
         json_schema_extra=_ml("issue #23 (storage reads)"),
     )
     managed_ledger_max_reads_in_flight_permits_acquire_timeout_millis: JavaLong = Field(
@@ -162,11 +164,12 @@ class BrokerSettings(BaseSettings):
     managed_ledger_max_reads_in_flight_permits_acquire_queue_size: int = Field(
         default=50_000,
         alias="managedLedgerMaxReadsInFlightPermitsAcquireQueueSize",
-        ge=1,
+        ge=_ANY_INT,
+        le=2**30,
         description="Most reads that may wait in line for the in-flight limit; one more fails "
-        "at once. Pulsar sets no minimum, but its JCTools queue rounds the capacity up to a power "
-        "of two (so a value below 1 still leaves room); brokerlab takes the value as the line's "
-        "exact length and does not model that rounding.",
+        "at once. As Pulsar's JCTools SpscArrayQueue, the line holds this many rounded up to a "
+        "power of two, and at least 4 (so 4 for any value up to 4); above 2^30 JCTools refuses "
+        "the capacity.",
         json_schema_extra=_ml("issue #23 (storage reads)"),
     )
     max_message_size: int = Field(
