@@ -8,6 +8,7 @@ one process (the check passed it before) and fails here, naming the metrics that
 
 from __future__ import annotations
 
+import importlib
 from pathlib import Path
 
 import pytest
@@ -129,3 +130,31 @@ def test_the_header_names_the_chosen_profile_or_why_it_does_not_load(
     result.stdout.fnmatch_lines(
         [f"brokerlab profile: {broken} (from --brokerlab-profile): does not load: *managedLedger*"]
     )
+
+
+class _NoHooks:
+    """A plugin object without hooks (pluggy registers it all the same)."""
+
+
+MODULE_LEVEL_PLUGIN = _NoHooks()
+
+
+def test_the_fresh_interpreter_gets_the_host_by_name_or_says_why_it_cannot() -> None:
+    from brokerlab.testing._isolated import host_recipe
+
+    recipe = host_recipe(
+        PluginHost(modules=["brokerlab_plugins.baselines"], blocked=["x"], entry_points=False)
+    )
+    assert recipe == {
+        "modules": ["brokerlab_plugins.baselines"],
+        "blocked": ["x"],
+        "entry_points": False,
+        "objects": {},
+    }
+    module = importlib.import_module("brokerlab_plugins.baselines")
+    by_module = host_recipe(PluginHost(plugins={"b": module}, entry_points=False))
+    assert by_module["objects"] == {"b": "brokerlab_plugins.baselines:"}
+    global_object = host_recipe(PluginHost(plugins={"mine": MODULE_LEVEL_PLUGIN}))
+    assert global_object["objects"] == {"mine": f"{__name__}:MODULE_LEVEL_PLUGIN"}
+    with pytest.raises(AssertionError, match=r"cannot import the plugin object given as "):
+        host_recipe(PluginHost(plugins={"local": _NoHooks()}))

@@ -148,3 +148,15 @@ def test_a_profile_that_rebuilds_differently_fails_naming_the_keys(
     assert "\n" not in error
     assert error.startswith(f"profile defaults rebuilt on executor {socket.gethostname()} has ")
     assert "(driver -> executor): sim.tally.hand (3 -> 5):" in error
+
+
+def test_a_p_module_that_does_not_import_on_the_executor_fails_in_one_line(
+    tmp_path: Path, tallyplug: Path
+) -> None:
+    rows = _cells(tmp_path, PluginHost(modules=["tallyplug"]))
+    (result,) = run_cells(rows, HostConfig(modules=("tallyplug", "no_such_module_here")))
+    error = str(result["error"])
+    assert result["status"] == "failed" and "\n" not in error
+    assert error.startswith(f"executor {socket.gethostname()} cannot load the plugins: ")
+    assert "'no_such_module_here' cannot import plugin module: ModuleNotFoundError" in error
+    assert error.endswith(plugin_check.SHIP_HINT)
