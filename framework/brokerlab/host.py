@@ -152,6 +152,10 @@ class PluginHost:
     ) -> None:
         self._pm = pluggy.PluginManager(hookspecs.PROJECT_NAME)
         self._pm.add_hookspecs(hookspecs)
+        # How this host was built, so that another process can build the same one.
+        self.modules: tuple[str, ...] = tuple(modules)
+        self.entry_points = entry_points
+        self.given_plugins: Mapping[str, object] = dict(plugins or {})
         if blocked is None:
             blocked = os.environ.get(DISABLE_ENV, "").split(",")
         self.blocked = frozenset(name.strip() for name in blocked if name.strip())
@@ -218,6 +222,18 @@ class PluginHost:
         """Names of every registered plugin, sorted."""
         return sorted(n for n, p in self._pm.list_name_plugin() if p is not None)
 
+    def distribution(self, plugin: str) -> tuple[str, str] | None:
+        """``(distribution, version)`` of the registered plugin named ``plugin`` (as in
+        :attr:`Registered.plugin`): ``("-p NAME", "")`` for a module given by name or object,
+        ``None`` when no plugin of that name is registered."""
+        if plugin in self._dists:
+            return self._dists[plugin]
+        return (f"-p {plugin}", "") if self._pm.get_plugin(plugin) is not None else None
+
+    def distributions(self) -> dict[str, str]:
+        """Every installed distribution that registered a plugin -> its version, by name."""
+        return dict(sorted(self._dists.values()))
+
     # ---- records -----------------------------------------------------------------------------
 
     def _collect(self, hook_name: str, record_type: type[Any]) -> tuple[Registered[Any], ...]:
@@ -258,10 +274,14 @@ class PluginHost:
 
     def simulator(self, name: str) -> SimulatorRecord:
         """The simulator a workload document names; an unknown name is a :class:`WorkloadError`."""
+        record: SimulatorRecord = self.simulator_registration(name).record
+        return record
+
+    def simulator_registration(self, name: str) -> Registered[SimulatorRecord]:
+        """:meth:`simulator` with the plugin and distribution it came from."""
         for reg in self.records("simulator"):
             if name in reg.record.names:
-                record: SimulatorRecord = reg.record
-                return record
+                return reg
         names = [n for reg in self.records("simulator") for n in reg.record.names]
         raise WorkloadError(
             "is not an installed simulator",

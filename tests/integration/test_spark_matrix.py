@@ -2,12 +2,15 @@
 
 Planning tests need no Spark. The ``spark`` tests run one small matrix locally (two small
 workload files, a profile whose plugin raises, a ``--set`` sweep, two seeds) and check parity with
-``brokerlab run --json``, failed rows, resume after a kill, the report; and one on a real
-standalone cluster on 127.0.0.1 started from the pyspark package.
+``brokerlab run --json``, failed rows, resume after a kill, the report; and a few on a real
+standalone cluster on 127.0.0.1 started from the pyspark package, whose executors see other
+installed plugins than the driver.
 """
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import json
 import os
 import signal
@@ -16,6 +19,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -76,21 +80,23 @@ def inputs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     }
 
 
-def _env(inputs: dict[str, Path]) -> dict[str, str]:
-    # The inputs folder first; then the caller's path, so a source checkout tests its own code.
-    path = os.pathsep.join(p for p in (str(inputs["folder"]), os.environ.get("PYTHONPATH")) if p)
-    env = dict(os.environ, PYTHONPATH=path, SPARK_LOCAL_IP="127.0.0.1")
+def _env(inputs: dict[str, Path], *first: Path) -> dict[str, str]:
+    """The test's environment with ``first`` and the inputs folder ahead on the import path."""
+    paths = [*map(str, first), str(inputs["folder"])]
+    if os.environ.get("PYTHONPATH"):  # e.g. a worktree's sources ahead of an installed brokerlab
+        paths.append(os.environ["PYTHONPATH"])
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(paths), SPARK_LOCAL_IP="127.0.0.1")
     env["PYSPARK_PYTHON"] = sys.executable
     return env
 
 
 def _brokerlab(
-    args: list[str], inputs: dict[str, Path], plugin: bool = True
+    args: list[str], inputs: dict[str, Path], plugin: bool = True, path: tuple[Path, ...] = ()
 ) -> subprocess.CompletedProcess[str]:
     modules = ["-p", "explode_plugin"] if plugin else []
     command = [sys.executable, "-m", "brokerlab", *modules, *args]
     return subprocess.run(
-        command, capture_output=True, text=True, env=_env(inputs), timeout=900, check=False
+        command, capture_output=True, text=True, env=_env(inputs, *path), timeout=900, check=False
     )
 
 
@@ -315,11 +321,15 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-@pytest.fixture
-def standalone(tmp_path: Path) -> Iterator[str]:
-    """One master and two 1-core workers on 127.0.0.1, from the pyspark package's jars."""
+@pytest.fixture(scope="module")
+def standalone(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """One master and two 1-core workers on 127.0.0.1, from the pyspark package's jars (shared
+    by the module's cluster tests: it takes ~15 s to start). Executors get this process's
+    environment, not the driver's: the import path of a driver's ``-p`` module or of a plugin
+    installed in a folder on its PYTHONPATH does not reach them."""
     import pyspark
 
+    tmp_path = tmp_path_factory.mktemp("standalone")
     spark_home = Path(pyspark.__file__).parent
     env = dict(os.environ, SPARK_HOME=str(spark_home), SPARK_LOCAL_IP="127.0.0.1",
                SPARK_WORKER_DIR=str(tmp_path / "work"), SPARK_LOG_DIR=str(tmp_path))  # fmt: skip
@@ -392,6 +402,106 @@ def test_standalone_cluster_rows_equal_a_local_run(
 
 
 _NOT_METRICS = {"executor", "elapsed_s", "finished_at"}
+
+# A third-party plugin distribution: an ack-state persister reusing the built-in range-count.
+TALLY_PLUGIN = """
+from brokerlab import AckStatePersisterRecord, hookimpl
+from brokerlab_plugins.ack_state.range_count import new_range_count_persister
+
+@hookimpl
+def brokerlab_ack_state_persisters():
+    yield AckStatePersisterRecord(
+        name="tally", description="range-count, renamed", factory=new_range_count_persister
+    )
+"""
+
+
+def _tally_wheel(folder: Path, version: str) -> Path:
+    """brokerlab-tally as a wheel, written by hand: offline, this setuptools lacks bdist_wheel."""
+    info = f"brokerlab_tally-{version}.dist-info"
+    files = {
+        "brokerlab_tally/__init__.py": TALLY_PLUGIN,
+        f"{info}/METADATA": f"Metadata-Version: 2.1\nName: brokerlab-tally\nVersion: {version}\n",
+        f"{info}/WHEEL": "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\n"
+        "Tag: py3-none-any\n",
+        f"{info}/entry_points.txt": "[brokerlab]\ntally = brokerlab_tally\n",
+    }
+    record = []
+    for name, text in files.items():
+        digest = base64.urlsafe_b64encode(hashlib.sha256(text.encode()).digest()).rstrip(b"=")
+        record.append(f"{name},sha256={digest.decode()},{len(text.encode())}")
+    files[f"{info}/RECORD"] = "\n".join([*record, f"{info}/RECORD,,"]) + "\n"
+    wheel = folder / f"brokerlab_tally-{version}-py3-none-any.whl"
+    with zipfile.ZipFile(wheel, "w") as archive:
+        for name, text in files.items():
+            archive.writestr(name, text)
+    return wheel
+
+
+@pytest.fixture(scope="module")
+def tally(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """brokerlab-tally 0.1.0 and 0.2.0, each pip-installed into its own folder, and a profile
+    choosing its persister."""
+    folder = tmp_path_factory.mktemp("tally")
+    found: dict[str, Path] = {}
+    for version in ("0.1.0", "0.2.0"):
+        target = folder / f"site-{version}"
+        subprocess.run(
+            [sys.executable, "-m", "pip", "install", "--quiet", "--no-index", "--no-deps",
+             "--disable-pip-version-check", "--target", str(target),
+             str(_tally_wheel(folder, version))],
+            check=True, capture_output=True, timeout=120,
+        )  # fmt: skip
+        found[version] = target
+    found["profile"] = folder / "tally.conf"
+    found["profile"].write_text(f"sim.include={BASELINE}\nsim.ackStatePersister=tally\n")
+    return found
+
+
+def _tally_matrix(
+    standalone: str, inputs: dict[str, Path], tally: dict[str, Path], out: Path, *conf: str
+) -> list[dict[str, object]]:
+    """A matrix of the tally profile, on a driver with brokerlab-tally 0.1.0 installed."""
+    args = ["matrix", "--profile", str(tally["profile"]), "--workload", str(inputs["small"]),
+            "--seeds", "2", "--master", standalone, "--out", str(out),
+            "--conf", "spark.executor.memory=512m", "--conf", "spark.ui.enabled=false",
+            *conf]  # fmt: skip
+    result = _brokerlab(args, inputs, plugin=False, path=(tally["0.1.0"],))
+    assert result.returncode == 3, result.stderr  # every cell failed, with a row each
+    rows = _load(out)
+    assert len(rows) == 2 and all(r["status"] == "failed" for r in rows)
+    return rows
+
+
+@pytest.mark.spark
+@pytest.mark.slow
+def test_a_plugin_on_the_driver_only_fails_its_cells_in_one_line(
+    standalone: str, inputs: dict[str, Path], tally: dict[str, Path], tmp_path: Path
+) -> None:
+    from brokerlab.spark.plugin_check import SHIP_HINT
+
+    rows = _tally_matrix(standalone, inputs, tally, tmp_path / "out")
+    assert {r["error"] for r in rows} == {
+        f"plugin brokerlab-tally (ack state persister 'tally'): 0.1.0 on the driver, missing on "
+        f"executor {socket.gethostname()}; {SHIP_HINT}"
+    }
+
+
+@pytest.mark.spark
+@pytest.mark.slow
+def test_another_plugin_version_on_the_executors_fails_its_cells_in_one_line(
+    standalone: str, inputs: dict[str, Path], tally: dict[str, Path], tmp_path: Path
+) -> None:
+    from brokerlab.spark.plugin_check import SHIP_HINT
+
+    # Setting it replaces the executors' own PYTHONPATH (the workers' environment): keep that.
+    path = os.pathsep.join([str(tally["0.2.0"]), *filter(None, [os.environ.get("PYTHONPATH")])])
+    executors = f"spark.executorEnv.PYTHONPATH={path}"
+    rows = _tally_matrix(standalone, inputs, tally, tmp_path / "out", "--conf", executors)
+    assert {r["error"] for r in rows} == {
+        f"plugin brokerlab-tally (ack state persister 'tally'): 0.1.0 on the driver, 0.2.0 on "
+        f"executor {socket.gethostname()}; {SHIP_HINT}"
+    }
 
 
 def _reported(row: dict[str, object], names: list[str]) -> dict[str, object]:

@@ -640,7 +640,7 @@ def test_fingerprint_is_stable_and_follows_values(tmp_path: Path) -> None:
     assert load(path, {"sim.ackState.policy": "fifo"}).fingerprint() != first.fingerprint()
 
 
-def test_profile_pickles_for_spark(tmp_path: Path) -> None:
+def test_profile_pickles(tmp_path: Path) -> None:
     path = write(tmp_path / "p.conf", f"{KEY}=5\nclusterName=x\n")
     profile = load(path)
     copy = pickle.loads(pickle.dumps(profile))

@@ -37,6 +37,7 @@ __all__ = [
     "Profile",
     "allowed_values",
     "load_profile",
+    "profile_from_values",
     "profile_keys",
     "property_text",
 ]
@@ -583,6 +584,23 @@ def load_profile(
     env = _env_layer(keys, os.environ if environ is None else environ)
     layers = (*files, env, _set_layer(overrides))
     return _assemble(profile_path, mode, broker, records, layers)
+
+
+def profile_from_values(
+    values: Mapping[str, str],
+    *,
+    plugin_settings: Sequence[SettingsRecord] = (),
+    origin: str = "given values",
+) -> Profile:
+    """A strict profile whose set keys are ``values`` (profile text) on the model's defaults.
+
+    No file and no environment is read; ``sim.include`` is taken as a value like any other (the
+    files it names are not read), so the values of a profile's set keys rebuild a profile with
+    its fingerprint. Raises :class:`ProfileError` like :func:`load_profile`.
+    """
+    where = Origin(origin)
+    layer = _Layer("set", {str(key): (str(value), where) for key, value in values.items()})
+    return _assemble(None, "strict", _broker_model(None), tuple(plugin_settings), (layer,))
 
 
 def _assemble(

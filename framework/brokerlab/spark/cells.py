@@ -2,9 +2,11 @@
 
 Everything here runs on the driver before Spark starts, so every bad input (a profile, a sweep
 value, a workload) fails fast with the profile or workload error format. A :class:`Cell` carries
-all an executor needs: the validated profile (pickled; executors read no profile files), the
-plugin choices the driver resolved (executors check theirs agree), the workload spec as JSON and
-the seed. Nothing in this module imports pyspark.
+all an executor needs, as plain data: the profile's set keys and their values (executors read
+no profile files, and unpickle nothing that needs a plugin module), its fingerprint and resolved
+settings (to prove the rebuilt profile equal), the plugins the driver chose with their
+distributions and versions (executors check theirs agree), the workload spec as JSON and the seed.
+Nothing in this module imports pyspark.
 """
 
 from __future__ import annotations
@@ -12,7 +14,6 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
-import pickle
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -22,7 +23,9 @@ from typing import Any
 from brokerlab.errors import Origin, ProfileError, WorkloadError
 from brokerlab.host import PluginHost
 from brokerlab.profiles import Profile
+from brokerlab.profiles.portable import portable_settings
 from brokerlab.simulation import load_workload, profile_simulators
+from brokerlab.spark import plugin_check
 from brokerlab.workloads import WorkloadDocument
 from brokerlab.workloads.scaling import scale_workload
 
@@ -53,7 +56,10 @@ class Cell:
     """One simulation of the matrix, self-contained so that an executor needs no files.
 
     ``cell_id`` is stable: the same profile label, overrides, resolved settings, workload and seed
-    always give the same id, which is what resuming an interrupted run keys on.
+    always give the same id, which is what resuming an interrupted run keys on. ``settings`` is
+    JSON (set key -> value text, see :mod:`brokerlab.profiles.portable`), ``resolved`` JSON of
+    every key's effective value, ``plugin_sources`` JSON of
+    :class:`~brokerlab.spark.plugin_check.ChosenPlugin` values.
     """
 
     cell_id: str
@@ -63,13 +69,14 @@ class Cell:
     workload: str
     seed: int
     scale: float
-    profile_pickle: bytes
+    settings: str
+    resolved: str
     profile_fingerprint: str
     workload_json: str
     workload_hash: str
     plugins: str
+    plugin_sources: str
     cost: float
-    settings: str = "{}"
     headline: str = ""
 
     def as_row(self) -> dict[str, Any]:
@@ -78,6 +85,15 @@ class Cell:
 
 
 CELL_COLUMNS: tuple[str, ...] = tuple(Cell.__dataclass_fields__)
+
+
+@dataclass(frozen=True)
+class _ProfileData:
+    """One profile of the matrix as the cells carry it (JSON texts and the fingerprint)."""
+
+    settings: str
+    resolved: str
+    fingerprint: str
 
 
 def parse_sweeps(items: Iterable[str]) -> list[Sweep]:
@@ -168,13 +184,16 @@ def build_cells(
             overrides = dict(combo)
             # Validated here, before Spark starts: a bad value raises the profile error format.
             profile = base.with_overrides(overrides) if overrides else base
-            plugins = json.dumps(host.resolve(profile).names(), sort_keys=True)
-            blob = pickle.dumps(profile)
-            fingerprint = profile.fingerprint()
-            # Recorded in each row: the report tells configurations apart by the settings that
-            # differ, and checks whether a limit under study was ever reached.
-            settings = json.dumps(profile.resolved(), sort_keys=True)
+            choices = host.resolve(profile)
+            plugins = json.dumps(choices.names(), sort_keys=True)
+            data = _ProfileData(
+                json.dumps(portable_settings(profile), sort_keys=True),
+                json.dumps(profile.resolved(), sort_keys=True),
+                profile.fingerprint(),
+            )
             for spec in paired:
+                simulator = host.simulator_registration(spec.simulator)
+                sources = plugin_check.dumps(plugin_check.chosen_plugins(choices, simulator))
                 spec_json = spec.model_dump_json()
                 digest = workload_hash(spec)
                 cost = host.simulator(spec.simulator).cost(spec)
@@ -189,11 +208,10 @@ def build_cells(
                             digest,
                             seed,
                             scale,
-                            blob,
-                            fingerprint,
+                            data,
                             plugins,
+                            sources,
                             cost,
-                            settings,
                         )
                     )
     return cells
@@ -208,14 +226,14 @@ def _cell(
     digest: str,
     seed: int,
     scale: float,
-    blob: bytes,
-    fingerprint: str,
+    data: _ProfileData,
     plugins: str,
+    sources: str,
     cost: float,
-    settings: str,
 ) -> Cell:
     overrides_json = json.dumps(dict(sorted(overrides.items())))  # ids ignore --set order
-    identity = json.dumps([label, overrides_json, fingerprint, digest, seed, scale])
+    # Unchanged since before cells carried settings instead of a pickle: old folders resume.
+    identity = json.dumps([label, overrides_json, data.fingerprint, digest, seed, scale])
     return Cell(
         cell_id=hashlib.sha256(identity.encode()).hexdigest()[:16],
         profile=label,
@@ -224,12 +242,13 @@ def _cell(
         workload=spec.name,
         seed=seed,
         scale=scale,
-        profile_pickle=blob,
-        profile_fingerprint=fingerprint,
+        settings=data.settings,
+        resolved=data.resolved,
+        profile_fingerprint=data.fingerprint,
         workload_json=spec_json,
         workload_hash=digest,
         plugins=plugins,
+        plugin_sources=sources,
         cost=cost,
-        settings=settings,
         headline=spec.headline,
     )

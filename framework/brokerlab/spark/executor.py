@@ -1,15 +1,17 @@
 """The executor side: run cells and turn each into one result row. Imports no pyspark.
 
-Spark calls :func:`run_partition` once per partition; the plain-Python benchmarks call
-:func:`run_cells` directly. A cell that raises becomes a ``failed`` row with its traceback, so one
-bad cell never stops the rest of the matrix.
+Spark calls :func:`run_cells` once per partition, as do the plain-Python benchmarks. A cell that
+raises becomes a ``failed`` row with its traceback, so one bad cell never stops the rest of the
+matrix. Before running anything the executor checks that its environment can run the cell as the
+driver planned it: the same plugins at the same versions, and a profile rebuilt from the cell's
+settings with the driver's fingerprint. A cell failing a check becomes a ``failed`` row whose
+error is one line saying what differs, where, and how to ship the driver's plugins.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import pickle
 import socket
 import time
 import traceback
@@ -19,9 +21,12 @@ from datetime import UTC, datetime
 from typing import Any
 
 from brokerlab import __version__
+from brokerlab.errors import BrokerlabError
 from brokerlab.host import PluginChoices, PluginHost, Registered
 from brokerlab.profiles import Profile
+from brokerlab.profiles.portable import differing_keys, rebuild_profile
 from brokerlab.simulation import run_simulation
+from brokerlab.spark import plugin_check
 from brokerlab.spark.schema import (
     METRIC_COLUMNS,
     PER_BROKER_COLUMN,
@@ -29,7 +34,11 @@ from brokerlab.spark.schema import (
     STATUS_OK,
 )
 
-__all__ = ["HostConfig", "run_cells"]
+__all__ = ["CellRefused", "HostConfig", "run_cells"]
+
+
+class CellRefused(Exception):
+    """This executor cannot run the cell as the driver planned it; the message is one line."""
 
 
 @dataclass(frozen=True)
@@ -46,6 +55,8 @@ class HostConfig:
 def run_cells(cells: Iterable[Mapping[str, Any]], config: HostConfig) -> Iterator[dict[str, Any]]:
     """One result row per cell (a mapping with the cell columns), with one plugin host for all."""
     host: PluginHost | None = None
+    where = socket.gethostname()
+    checked: dict[str, str | None] = {}  # plugin_sources -> the problem, checked once each
     for cell in cells:
         started = time.perf_counter()
         row: dict[str, Any] = {
@@ -61,15 +72,23 @@ def run_cells(cells: Iterable[Mapping[str, Any]], config: HostConfig) -> Iterato
                 "profile_fingerprint",
                 "workload_hash",
                 "plugins",
-                "settings",
                 "headline",
             )
         }
+        # The row's settings are every resolved key (the report reads limits from them).
+        row["settings"] = cell["resolved"]
         row.update(dict.fromkeys((*METRIC_COLUMNS, PER_BROKER_COLUMN)))
-        row.update(brokerlab_version=__version__, executor=f"{socket.gethostname()}:{os.getpid()}")
+        row.update(brokerlab_version=__version__, executor=f"{where}:{os.getpid()}")
         try:
-            host = host or config.build()  # once per partition; here so a failure is a row too
-            profile: Profile = pickle.loads(cell["profile_pickle"])
+            host = host or _build(config, where)  # once per partition; a failure is a row too
+            sources = cell["plugin_sources"]
+            if sources not in checked:
+                expected = plugin_check.loads(sources)
+                checked[sources] = plugin_check.check_plugins(expected, host, where)
+            problem = checked[sources]
+            if problem is not None:
+                raise CellRefused(problem)
+            profile = _rebuild(cell, host, where)
             choices = host.resolve(profile)
             _check_choices(choices, cell["plugins"])
             simulator = host.simulator(json.loads(cell["workload_json"])["simulator"])
@@ -82,11 +101,45 @@ def run_cells(cells: Iterable[Mapping[str, Any]], config: HostConfig) -> Iterato
                     for metrics in result.per_broker
                 ]
             row.update(status=STATUS_OK, error=None, plugin_versions=_versions(choices))
+        except CellRefused as exc:
+            row.update(status=STATUS_FAILED, error=str(exc), plugin_versions=None)
         except Exception:
             row.update(status=STATUS_FAILED, error=traceback.format_exc(), plugin_versions=None)
         row["elapsed_s"] = time.perf_counter() - started
         row["finished_at"] = datetime.now(UTC).isoformat(timespec="seconds")
         yield row
+
+
+def _build(config: HostConfig, where: str) -> PluginHost:
+    try:
+        return config.build()
+    except BrokerlabError as exc:  # a -p module or a plugin that does not import here
+        first = str(exc).splitlines()[0]
+        raise CellRefused(
+            f"executor {where} cannot load the plugins: {first}; {plugin_check.SHIP_HINT}"
+        ) from exc
+
+
+def _rebuild(cell: Mapping[str, Any], host: PluginHost, where: str) -> Profile:
+    """The cell's profile from its settings alone, proven equal to the driver's by fingerprint."""
+    label = cell["profile"]
+    try:
+        profile = rebuild_profile(json.loads(cell["settings"]), host.plugin_settings())
+    except BrokerlabError as exc:
+        first = str(exc).splitlines()[0]
+        raise CellRefused(
+            f"executor {where} cannot rebuild profile {label} from the cell's settings: {first}"
+        ) from exc
+    fingerprint = profile.fingerprint()
+    if fingerprint != cell["profile_fingerprint"]:
+        keys = differing_keys(json.loads(cell["resolved"]), profile.resolved())
+        raise CellRefused(
+            f"profile {label} rebuilt on executor {where} has fingerprint {fingerprint[:12]}, "
+            f"the driver's {cell['profile_fingerprint'][:12]}; effective values differ (driver "
+            f"-> executor): {keys}: brokerlab or a plugin differs there under the same version; "
+            f"{plugin_check.SHIP_HINT}"
+        )
+    return profile
 
 
 def _check_choices(choices: PluginChoices, expected: str) -> None:

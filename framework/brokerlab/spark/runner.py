@@ -43,7 +43,6 @@ _CELL_SCHEMA = pa.schema(
                 "seed": pa.int64(),
                 "scale": pa.float64(),
                 "cost": pa.float64(),
-                "profile_pickle": pa.binary(),
             }.get(name, pa.string()),
         )
         for name in CELL_COLUMNS

@@ -24,7 +24,10 @@ is parametrised over the host's records (``params=record_names("entry_cache")``)
 ``tests/contract/test_builtin_contracts.py`` does.
 
 **The suites** (each also runs a short simulation with the record selected, twice, and requires
-identical results and zero invariant metrics):
+identical results and zero invariant metrics; the second run is in a fresh interpreter with
+another ``PYTHONHASHSEED``, so behaviour that hangs on ``hash()`` of a string fails, naming the
+metrics that differ; that interpreter rebuilds ``brokerlab_host`` from its entry points and
+modules, so a plugin object given with ``plugins=`` must be a global of its module):
 
 * :class:`EntryCacheContract` (fixture ``entry_cache``): size accounting (at most the limit plus
   one entry once eviction has run; ``size_bytes()`` equals the bytes it serves), stats consistent

@@ -1,7 +1,8 @@
 """The ``brokerlab`` pytest plugin (entry point ``pytest11``): fixtures for plugin authors.
 
-Active in every pytest run where brokerlab is installed; it adds two options and four fixtures
-and imports nothing heavy until a fixture is used.
+Active in every pytest run where brokerlab is installed; it adds two options and four fixtures,
+and a header line naming the profile the kit runs under (with its fingerprint) and the installed
+plugin distributions, so a test log says what it tested.
 
 Options:
 
@@ -33,7 +34,8 @@ if TYPE_CHECKING:
     from brokerlab.host import PluginHost
     from brokerlab.profiles import Profile
     from brokerlab.simulation import Result
-    from brokerlab.workloads import WorkloadSpec
+    from brokerlab.testing._isolated import FreshRun
+    from brokerlab.workloads import WorkloadDocument
 
 __all__ = [
     "PROFILE_ENV",
@@ -42,6 +44,7 @@ __all__ = [
     "brokerlab_seed",
     "chosen_profile_path",
     "pytest_addoption",
+    "pytest_report_header",
     "simulate",
 ]
 
@@ -64,6 +67,35 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=0,
         help="seed the brokerlab 'simulate' fixture uses by default (default 0)",
     )
+
+
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    """``brokerlab profile: PATH (from ...), fingerprint F`` and ``brokerlab plugins: D V, ...``.
+
+    A profile that does not load is said so here (the fixtures raise its error in each test that
+    uses them); the session goes on.
+    """
+    from brokerlab import load_profile
+    from brokerlab.host import PluginHost
+
+    path = chosen_profile_path(config)
+    if path is None:
+        where = "the defaults"
+    elif config.getoption("brokerlab_profile", default=None):
+        where = f"{path} (from --brokerlab-profile)"
+    else:
+        where = f"{path} (from ${PROFILE_ENV})"
+    try:
+        host = PluginHost()
+        plugins = ", ".join(f"{dist} {version}" for dist, version in host.distributions().items())
+        fingerprint = load_profile(path, host=host).fingerprint()[:12]
+    except Exception as exc:  # a header must not stop the session; the fixtures will raise
+        reason = (str(exc).splitlines() or [type(exc).__name__])[0]
+        return [f"brokerlab profile: {where}: does not load: {reason}"]
+    return [
+        f"brokerlab profile: {where}, fingerprint {fingerprint}",
+        f"brokerlab plugins: {plugins}",
+    ]
 
 
 def chosen_profile_path(config: pytest.Config) -> Path | None:
@@ -107,7 +139,7 @@ class _Simulate:
 
     def __call__(
         self,
-        workload: WorkloadSpec | str | Path,
+        workload: WorkloadDocument | str | Path,
         *,
         seed: int | None = None,
         overrides: Mapping[str, str] | Iterable[str] | None = None,
@@ -118,6 +150,23 @@ class _Simulate:
         profile = self.profile if overrides is None else self.profile.with_overrides(overrides)
         chosen = str(workload) if isinstance(workload, Path) else workload
         return run(profile, chosen, self.seed if seed is None else seed, host=self.host)
+
+    def in_fresh_interpreter(
+        self,
+        workload: WorkloadDocument | str | Path,
+        *,
+        seed: int | None = None,
+        overrides: Mapping[str, str] | Iterable[str] | None = None,
+    ) -> FreshRun:
+        """The same run in a new interpreter with another ``PYTHONHASHSEED`` (the host rebuilt
+        from how it was built, the profile from its values): its result document and hash seed."""
+        from brokerlab.testing._isolated import run_in_fresh_interpreter
+
+        profile = self.profile if overrides is None else self.profile.with_overrides(overrides)
+        chosen = str(Path(workload).resolve()) if isinstance(workload, Path) else workload
+        return run_in_fresh_interpreter(
+            self.host, profile, chosen, self.seed if seed is None else seed
+        )
 
 
 @pytest.fixture
