@@ -1,7 +1,8 @@
 """brokerlab: evaluate broker storage-layer strategies by simulating a broker under workloads.
 
-The public Python API. Plugins import from here (records, protocols, ``hookimpl``); tools call
-:func:`load_profile` and, once a broker model is present, ``simulate``.
+The public Python API. Plugins import from here: the records their hooks yield, the protocols
+they implement, ``hookimpl`` and ``PluginHost`` (for tests); tools call :func:`load_profile` and
+:func:`simulate`.
 """
 
 # First: the compiled modules' guard must be in place before any of them is imported.
@@ -12,6 +13,29 @@ install_guard()
 from brokerlab._api import load_profile, make_host, simulate
 from brokerlab.errors import BrokerlabError, Origin, PluginError, ProfileError, WorkloadError
 from brokerlab.hookspecs import hookimpl
+from brokerlab.host import PluginHost
+from brokerlab.profiles.loader import Profile
+from brokerlab.protocols import (
+    AckState,
+    AckStatePersister,
+    BatchAck,
+    CachedEntryView,
+    Clock,
+    CursorContainer,
+    DelayedDeliveryTracker,
+    DelayedDeliveryTrackerFactory,
+    EntryCache,
+    EvictionDecision,
+    EvictionPass,
+    EvictionPredicate,
+    PersistOutcome,
+    PluginContext,
+    Position,
+    RankedCursorContainer,
+    RecoveredAckState,
+    Scheduler,
+    TimerHandle,
+)
 from brokerlab.records import (
     AckStatePersisterRecord,
     CursorContainerRecord,
@@ -20,23 +44,46 @@ from brokerlab.records import (
     EvictionPredicateRecord,
     PluginRecord,
     SettingsRecord,
+    SimulatorRecord,
     WorkloadRecord,
 )
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "AckState",
+    "AckStatePersister",
     "AckStatePersisterRecord",
+    "BatchAck",
     "BrokerlabError",
+    "CachedEntryView",
+    "Clock",
+    "CursorContainer",
     "CursorContainerRecord",
+    "DelayedDeliveryTracker",
+    "DelayedDeliveryTrackerFactory",
     "DelayedDeliveryTrackerFactoryRecord",
+    "EntryCache",
     "EntryCacheRecord",
+    "EvictionDecision",
+    "EvictionPass",
+    "EvictionPredicate",
     "EvictionPredicateRecord",
     "Origin",
+    "PersistOutcome",
+    "PluginContext",
     "PluginError",
+    "PluginHost",
     "PluginRecord",
+    "Position",
+    "Profile",
     "ProfileError",
+    "RankedCursorContainer",
+    "RecoveredAckState",
+    "Scheduler",
     "SettingsRecord",
+    "SimulatorRecord",
+    "TimerHandle",
     "WorkloadError",
     "WorkloadRecord",
     "__version__",

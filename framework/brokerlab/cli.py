@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import os
 import sys
 import tomllib
 import traceback
@@ -649,6 +650,12 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
     out = out or sys.stdout
     args = _build_parser().parse_args(argv)
     handler: Callable[[argparse.Namespace, PluginHost, TextIO], int] = args.handler
+    if args.modules:
+        # As `python -m` does: a -p module may sit in the current folder. Last on the path, so
+        # that it never shadows an installed package (local Spark workers inherit the path).
+        here = os.getcwd()
+        if here not in sys.path and "" not in sys.path:
+            sys.path.append(here)
     try:
         host = make_host(args.modules)
         return handler(args, host, out)

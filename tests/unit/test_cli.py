@@ -259,6 +259,32 @@ def test_p_module_adds_a_plugin(tmp_path: Path) -> None:
     assert "extra" in result.stdout and "-p extra_cache_plugin" in result.stdout
 
 
+def test_p_finds_a_module_in_the_current_folder_with_the_console_script(tmp_path: Path) -> None:
+    """The installed ``brokerlab`` script (not ``python -m``, whose path starts with the current
+    folder already) imports a ``-p`` module from the folder it runs in."""
+    write(
+        tmp_path,
+        "here_plugin.py",
+        "from brokerlab import EntryCacheRecord, hookimpl\n"
+        "@hookimpl\n"
+        "def brokerlab_entry_caches():\n"
+        "    yield EntryCacheRecord(name='here', description='x', factory=lambda c: None)\n",
+    )
+    script = Path(sys.executable).with_name("brokerlab")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    result = subprocess.run(
+        [str(script), "-p", "here_plugin", "plugins"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=env,
+        timeout=120,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "here" in result.stdout and "-p here_plugin" in result.stdout
+
+
 def test_plugin_that_raises_is_an_error_naming_it(tmp_path: Path) -> None:
     write(
         tmp_path,

@@ -31,7 +31,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from typing import Any
 
-from brokerlab.protocols import (
+from brokerlab import (
     CachedEntryView,
     EvictionDecision,
     EvictionPass,

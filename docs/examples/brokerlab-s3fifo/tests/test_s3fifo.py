@@ -7,15 +7,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
-from brokerlab import ProfileError, load_profile
-from brokerlab.protocols import EvictionDecision, EvictionPass, Position
+from brokerlab import EvictionDecision, EvictionPass, Position, ProfileError, load_profile
 from brokerlab.testing import CacheBench, EntryView
 
 from brokerlab_s3fifo import S3FifoPredicate, S3FifoSettings
 
 if TYPE_CHECKING:  # the types of brokerlab's fixtures
-    from brokerlab.host import PluginHost
-    from brokerlab.profiles import Profile
+    from brokerlab import PluginHost, Profile
 
 REMOVE, REQUEUE = EvictionDecision.REMOVE, EvictionDecision.REQUEUE
 SIZE, TIME = EvictionPass.SIZE, EvictionPass.TIME
