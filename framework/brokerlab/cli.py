@@ -27,6 +27,7 @@ from brokerlab.host import EXTENSION_POINTS, PluginHost
 from brokerlab.metrics import METRICS
 from brokerlab.profiles import Profile, render_reference
 from brokerlab.profiles.model import SECTIONS, field_for_key
+from brokerlab.profiles.ready import ready_profiles
 from brokerlab.profiles.reference import render_reference_markdown
 from brokerlab.records import SimulatorRecord
 from brokerlab.simulation import load_workload, profile_simulators, simulate
@@ -122,6 +123,11 @@ def _build_parser() -> argparse.ArgumentParser:
         help="list the keys of the file that brokerlab does not model",
     )
     show.set_defaults(handler=_cmd_profile_show)
+
+    listing = profile_commands.add_parser(
+        "list", help="list the ready profiles, usable by name wherever a profile path is"
+    )
+    listing.set_defaults(handler=_cmd_profile_list)
 
     reference = profile_commands.add_parser(
         "reference", help="print the reference profile: every key, its default and documentation"
@@ -350,6 +356,23 @@ def _warn_unread_pause_switch(profile: Profile, host: PluginHost) -> None:
             f"brokerlab: warning: {profile.origin(key)}: key {key!r} is read only by the "
             f"{reader!r} ack-state persister, and this profile selects {selected!r}\n"
         )
+
+
+def _cmd_profile_list(args: argparse.Namespace, host: PluginHost, out: TextIO) -> int:
+    profiles = ready_profiles()
+    width = max(map(len, profiles), default=0)
+    for name, path in profiles.items():
+        out.write(f"{name:<{width}}  {_first_comment(path)}\n")
+    return EXIT_OK
+
+
+def _first_comment(path: Path) -> str:
+    """A profile's first comment line, without its ``#`` and a "brokerlab profile:" prefix."""
+    for line in path.read_text(encoding="utf-8").splitlines():
+        text = line.strip()
+        if text.startswith("#") and text.strip("# "):
+            return text.lstrip("# ").removeprefix("brokerlab profile: ")
+    return ""
 
 
 def _cmd_profile_check(args: argparse.Namespace, host: PluginHost, out: TextIO) -> int:

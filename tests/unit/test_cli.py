@@ -704,3 +704,19 @@ def test_matrix_ctrl_c_says_what_is_saved_and_how_to_resume(tmp_path: Path) -> N
     from brokerlab.spark.results import ResultStore
 
     assert int(saved[1]) == len(ResultStore(out).finished()) < 6
+
+
+def test_profile_list_names_every_ready_profile_with_its_first_comment() -> None:
+    """One line per ready profile (reference.conf is a template, not listed), each runnable by
+    that name."""
+    result = brokerlab("profile", "list")
+    assert result.returncode == 0, result.stderr
+    lines = dict(line.split(maxsplit=1) for line in result.stdout.splitlines())
+    on_disk = {
+        p.relative_to(ROOT / "profiles").with_suffix("").as_posix()
+        for p in (ROOT / "profiles").rglob("*.conf")
+    }
+    assert set(lines) == on_disk - {"reference"}
+    assert lines["pulsar-4.2"].startswith("Pulsar 4.2.x")
+    checked = brokerlab("profile", "check", *lines)
+    assert checked.returncode == 0, checked.stderr

@@ -13,10 +13,13 @@ import pytest
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+import brokerlab
 from brokerlab.errors import Origin, PluginError, ProfileError
 from brokerlab.profiles import Profile, load_profile, profile_keys
 from brokerlab.profiles.loader import allowed_values, property_text
 from brokerlab.records import JAVA_INT, JAVA_LONG, JavaLong, SettingsRecord
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 class Mini(BaseSettings):
@@ -792,3 +795,30 @@ def test_default_model_is_broker_settings() -> None:
     import brokerlab.profiles
 
     assert brokerlab.profiles.BrokerSettings is model
+
+
+# ---- ready profiles by name ---------------------------------------------------------------------
+
+
+def test_a_ready_profile_loads_by_name_and_by_include(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``pulsar-4.2`` names profiles/pulsar-4.2.conf from any folder, and a profile elsewhere
+    includes it by that name; a file of the same name in the current folder still wins."""
+    monkeypatch.chdir(tmp_path)
+    by_name = brokerlab.load_profile("pulsar-4.2")
+    assert by_name.path == ROOT / "profiles" / "pulsar-4.2.conf"
+    mine = tmp_path / "mine.conf"
+    mine.write_text("sim.include=pulsar-5.0\nmanagedLedgerCacheSizeMB=64\n", encoding="utf-8")
+    profile = brokerlab.load_profile(mine)
+    assert profile.get("managedLedgerCacheSizeMB") == 64
+    assert profile.get("managedLedgerCacheEvictionExtendTTLOfRecentlyAccessed") is False  # 5.0
+    (tmp_path / "pulsar-4.2").write_text("sim.entryCache=legacy\n", encoding="utf-8")
+    assert brokerlab.load_profile("pulsar-4.2").get("sim.entryCache") == "legacy"
+
+
+def test_an_unknown_profile_name_lists_the_ready_ones(tmp_path: Path) -> None:
+    with pytest.raises(ProfileError) as caught:
+        brokerlab.load_profile(tmp_path / "pulsar-9.conf")
+    text = str(caught.value)
+    assert "profile file not found" in text and "pulsar-4.2, pulsar-5.0" in text

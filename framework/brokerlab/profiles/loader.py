@@ -27,6 +27,7 @@ from pydantic_settings import BaseSettings, PydanticBaseSettingsSource
 
 from brokerlab.errors import Origin, PluginError, ProfileError, did_you_mean
 from brokerlab.profiles.properties import PropertyLine, read_properties
+from brokerlab.profiles.ready import ready_profile, ready_profiles
 from brokerlab.records import JAVA_INT, JavaType, SettingsRecord
 
 __all__ = [
@@ -341,6 +342,8 @@ def _file_layers(path: Path) -> list[_Layer]:
             for item in (part.strip() for part in include.value.split(",")):
                 if item:
                     child = Path(os.path.normpath(shown.parent / item))
+                    if not child.exists():  # a ready profile by name: sim.include=pulsar-4.2
+                        child = ready_profile(item) or child
                     _check_include(child, include, here)
                     visit(child, here)
         layers.append(_Layer("file", {line.key: (line.value, line.origin) for line in lines}))
@@ -353,7 +356,10 @@ def _check_include(
     child: Path, include: PropertyLine, stack: tuple[tuple[Path, Origin], ...]
 ) -> None:
     real = child.resolve()
-    allowed = "a comma-separated list of profile paths, relative to the including file"
+    allowed = (
+        "a comma-separated list of profile paths, relative to the including file, or ready "
+        "profile names (brokerlab profile list)"
+    )
     for index, (seen, _) in enumerate(stack):
         if seen == real:
             chain = " -> ".join([*(str(origin) for _, origin in stack[index:]), str(child)])
@@ -574,7 +580,13 @@ def load_profile(
     broker = _broker_model(model)
     records = tuple(plugin_settings)
     keys = _keys(broker, records)
-    profile_path = None if path is None else Path(path)
+    profile_path = None if path is None else ready_profile(path) or Path(path)
+    if profile_path is not None and not profile_path.exists():
+        raise ProfileError(
+            "profile file not found",
+            origin=Origin.file(profile_path),
+            allowed="a profile file, or a ready profile by name: " + ", ".join(ready_profiles()),
+        )
     files = [] if profile_path is None else _file_layers(profile_path)
     if mode is None:
         is_ours = any(key.startswith("sim.") for layer in files for key in layer.entries)
