@@ -30,8 +30,7 @@ def ready_profiles() -> dict[str, Path]:
     if folder is None:
         return {}
     found = {
-        path.relative_to(folder).with_suffix("").as_posix(): path
-        for path in folder.rglob("*.conf")
+        path.relative_to(folder).with_suffix("").as_posix(): path for path in folder.rglob("*.conf")
     }
     return {name: found[name] for name in sorted(found) if name not in _NOT_READY}
 
