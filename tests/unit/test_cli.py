@@ -678,3 +678,89 @@ def test_matrix_ctrl_c_says_what_is_saved_and_how_to_resume(tmp_path: Path) -> N
     from brokerlab.spark.results import ResultStore
 
     assert int(saved[1]) == len(ResultStore(out).finished()) < 6
+
+
+HUGE = "x" * 1_000_000  # a value pasted by mistake (the issue saw 50 MB echoed in full)
+LONG = "x" * 100_000  # what one command-line argument can hold (Linux: 128 KiB)
+
+
+@pytest.mark.parametrize(
+    ("files", "extra"),
+    [
+        ({"p.conf": f"sim.entryCache=disabled\nmanagedLedgerCacheSizeMB={HUGE}\n"}, []),
+        ({"p.conf": f"{RESOLVABLE}sim.include={HUGE}\n"}, []),
+        ({"p.conf": RESOLVABLE}, ["--set", f"managedLedgerCacheSizeMB={LONG}"]),
+        ({"p.conf": RESOLVABLE}, ["--set", f"{LONG}=1"]),
+    ],
+    ids=["profile-value", "include", "set-value", "set-key"],
+)
+def test_a_huge_bad_value_is_quoted_at_most_80_characters(
+    tmp_path: Path, files: dict[str, str], extra: list[str]
+) -> None:
+    paths = [write(tmp_path, name, text) for name, text in files.items()]
+    result = brokerlab("profile", "show", str(paths[0]), *extra)
+    length = f"({len(LONG if extra else HUGE):,} characters)"
+    one_error(result, "x" * 80 + "...", length)
+    assert len(result.stderr) < 500, result.stderr[:500]
+
+
+def test_a_huge_bad_workload_value_is_quoted_at_most_80_characters(tmp_path: Path) -> None:
+    workload = small_workload(tmp_path).read_text().replace('"small"', '"small"\nheadline = "')
+    path = write(tmp_path, "w.toml", workload.replace('headline = "', f'headline = "{HUGE}"'))
+    result = brokerlab("run", "--profile", str(BASELINE), "--workload", str(path))
+    one_error(result, "w.toml", "headline", "x" * 80 + "...", "(1,000,000 characters)")
+    assert len(result.stderr) < 500, result.stderr[:500]
+
+
+def fifo(tmp_path: Path, name: str) -> Path:
+    path = tmp_path / name
+    os.mkfifo(path)
+    return path
+
+
+@pytest.mark.parametrize(
+    ("command", "fragments"),
+    [
+        (["profile", "check", "{fifo}"], ["{fifo}", "is a FIFO (named pipe), not a profile file"]),
+        (
+            ["run", "--profile", "{fifo}", "--workload", "tailing"],
+            ["{fifo}", "is a FIFO (named pipe), not a profile file"],
+        ),
+        (
+            ["run", "--profile", str(BASELINE), "--workload", "{fifo}"],
+            ["{fifo}", "is a FIFO (named pipe), not a workload file"],
+        ),
+        (
+            ["run", "--profile", str(BASELINE), "--workload", "/dev/zero"],
+            ["/dev/zero", "is a character device, not a workload file"],
+        ),
+        (["profile", "check", "/dev/null"], ["/dev/null", "is a character device"]),
+    ],
+    ids=["profile", "run-profile", "workload", "workload-device", "profile-device"],
+)
+def test_a_fifo_or_device_is_refused_at_once(
+    tmp_path: Path, command: list[str], fragments: list[str]
+) -> None:
+    """A FIFO blocked the reader forever (nobody writes to it): the subprocess timeout of this
+    test is what would catch that."""
+    path = str(fifo(tmp_path, "in.conf"))
+    result = brokerlab(*(part.format(fifo=path) for part in command))
+    one_error(result, *(fragment.format(fifo=path) for fragment in fragments))
+
+
+@pytest.mark.parametrize(
+    ("include", "problem"),
+    [
+        ("/dev/zero", "is a character device, not a profile file"),
+        ("pipe.conf", "is a FIFO (named pipe), not a profile file"),
+        ("absent.conf", "does not exist"),
+        (".", "is a directory, not a profile file"),
+    ],
+)
+def test_an_include_that_is_no_regular_file_is_named_with_what_it_is(
+    tmp_path: Path, include: str, problem: str
+) -> None:
+    fifo(tmp_path, "pipe.conf")
+    conf = write(tmp_path, "p.conf", f"{RESOLVABLE}sim.include={include}\n")
+    result = brokerlab("profile", "check", str(conf))
+    one_error(result, f"{conf}:4", "key 'sim.include'", problem)

@@ -26,6 +26,7 @@ from pydantic.fields import FieldInfo
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource
 
 from brokerlab.errors import Origin, PluginError, ProfileError, did_you_mean
+from brokerlab.inputs import input_file_problem
 from brokerlab.profiles.properties import PropertyLine, read_properties
 from brokerlab.records import JAVA_INT, JavaType, SettingsRecord
 
@@ -362,10 +363,10 @@ def _check_include(
                 key=INCLUDE_KEY,
                 value=include.value,
             )
-    if not child.is_file():
-        what = "a directory, not a profile file" if child.is_dir() else "a file that does not exist"
+    problem = input_file_problem(child, "profile file")
+    if problem is not None:
         raise ProfileError(
-            f"names {what}: {child}",
+            f"names {str(child)!r}, which {problem}",
             origin=include.origin,
             key=INCLUDE_KEY,
             value=include.value,

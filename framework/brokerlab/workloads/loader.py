@@ -29,6 +29,7 @@ from pydantic.fields import FieldInfo
 from pydantic_core import ErrorDetails
 
 from brokerlab.errors import Origin, PluginError, WorkloadError, did_you_mean
+from brokerlab.inputs import InputFileError, read_input_file
 from brokerlab.records import WorkloadRecord
 from brokerlab.workloads.model import SubscriptionSpec, TopicSpec, WorkloadDocument, WorkloadSpec
 
@@ -117,14 +118,11 @@ def load_workload_file(
 ) -> WorkloadDocument:
     """Read and validate a workload file; every failure is a :class:`WorkloadError` naming it."""
     file = Path(path)
-    if not file.exists():
-        raise WorkloadError("no such workload file", origin=Origin.file(file))
-    if file.is_dir():
-        raise WorkloadError("is a directory, not a workload file", origin=Origin.file(file))
     try:
-        raw = file.read_bytes()
-    except OSError as exc:
-        raise WorkloadError(f"cannot be read: {exc.strerror}", origin=Origin.file(file)) from None
+        raw = read_input_file(file, "workload file")
+    except InputFileError as exc:
+        problem = "no such workload file" if exc.missing else exc.problem
+        raise WorkloadError(problem, origin=Origin.file(file)) from None
     try:
         text = raw.decode("utf-8-sig")  # tolerate a BOM that some editors write
     except UnicodeDecodeError as exc:
@@ -142,7 +140,8 @@ def resolve_workload(
     """A workload named on the command line: an existing file or directory or a ``*.toml`` path is
     loaded as a file (so a missing ``.toml`` is reported as a missing file, and a directory as
     one); anything else is a record name or alias."""
-    if name_or_path.endswith(".toml") or Path(name_or_path).exists():
+    # os.path: pathlib raises on a name too long to be a path, which is then simply no file.
+    if name_or_path.endswith(".toml") or os.path.lexists(name_or_path):
         return load_workload_file(name_or_path, models)
     record = records.get(name_or_path)
     if record is None:
