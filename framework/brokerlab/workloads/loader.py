@@ -31,7 +31,13 @@ from pydantic_core import ErrorDetails
 from brokerlab.errors import Origin, PluginError, WorkloadError, did_you_mean
 from brokerlab.inputs import InputFileError, read_input_file
 from brokerlab.records import WorkloadRecord
-from brokerlab.workloads.model import SubscriptionSpec, TopicSpec, WorkloadDocument, WorkloadSpec
+from brokerlab.workloads.model import (
+    Bound,
+    SubscriptionSpec,
+    TopicSpec,
+    WorkloadDocument,
+    WorkloadSpec,
+)
 
 Models = Mapping[str, type[WorkloadDocument]]
 """Simulator name -> the model of its workload documents."""
@@ -519,7 +525,8 @@ def _describe(
     if kind == "literal_error":
         problem = "is not one of the allowed values"
     elif kind in _RANGE_ERRORS:
-        problem = "is out of range"
+        why = _bound_reason(field) if kind.startswith("less") and field is not None else None
+        problem = "is out of range" + (f": {why}" if why else "")
     elif kind == "too_short":
         least = error.get("ctx", {}).get("min_length", 1)
         problem = "must not be empty" if least == 1 else f"must hold at least {least} entries"
@@ -567,6 +574,20 @@ def _nested_model(annotation: Any) -> type[BaseModel] | None:
         found = _nested_model(arg)
         if found is not None:
             return found
+    return None
+
+
+def _bound_reason(field: FieldInfo) -> str | None:
+    """Why the field has its upper bound (its :class:`Bound` metadata), if it says."""
+    pending: list[Any] = [*field.metadata, field.annotation]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, Bound):
+            return item.why
+        if isinstance(item, FieldInfo):
+            pending.extend(item.metadata)
+        elif get_origin(item) is not None:
+            pending.extend(get_args(item))
     return None
 
 
