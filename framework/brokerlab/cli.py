@@ -14,6 +14,7 @@ import sys
 import tomllib
 import traceback
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -30,6 +31,15 @@ from brokerlab.profiles.reference import render_reference_markdown
 from brokerlab.records import SimulatorRecord
 from brokerlab.simulation import load_workload, profile_simulators, simulate
 from brokerlab.textui import ProgressBar, format_result, metrics_markdown
+from brokerlab.workloads import WorkloadDocument, WorkloadSpec
+from brokerlab.workloads.resources import (
+    DEFAULT_MEMORY_FRACTION,
+    Estimate,
+    check_memory,
+    default_memory_limit,
+    format_bytes,
+    parse_bytes,
+)
 
 if TYPE_CHECKING:  # the report imports pandas: only when a command makes one
     from brokerlab.report.verdicts import WorkloadVerdict
@@ -153,6 +163,7 @@ def _build_parser() -> argparse.ArgumentParser:
         help="shorten the workload as `matrix --scale F` does (0 < F <= 1; default 1), to "
         "reproduce one cell of a scaled matrix",
     )
+    _add_max_memory(run)
     run.add_argument(
         "--timeline",
         type=Path,
@@ -163,6 +174,40 @@ def _build_parser() -> argparse.ArgumentParser:
     run.set_defaults(handler=_cmd_run)
     _add_matrix_commands(commands)
     return parser
+
+
+def _add_max_memory(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--max-memory",
+        metavar="SIZE",
+        help="refuse a run whose estimated peak memory is above SIZE (e.g. 8G, 512M; default "
+        f"{DEFAULT_MEMORY_FRACTION:.0%} of this machine's memory)",
+    )
+
+
+def _memory_limit(text: str | None) -> tuple[int, str]:
+    """The limit ``--max-memory`` gives (or the default), and how to say so in an error."""
+    if text is None:
+        return default_memory_limit()
+    try:
+        limit = parse_bytes(text)
+    except ValueError:
+        raise ProfileError(
+            "is not a size",
+            key="--max-memory",
+            value=text,
+            allowed="a size above 0 such as 8G, 512M or 1.5GiB (binary units), or bytes",
+        ) from None
+    return limit, f"{format_bytes(limit)} (--max-memory)"
+
+
+def _estimate(workload: WorkloadDocument, max_memory: str | None) -> Estimate | None:
+    """The run's resource estimate, refused above the memory limit; ``None`` for a workload of
+    a simulator that has none (only the Pulsar model's is measured)."""
+    limit, limit_text = _memory_limit(max_memory)
+    if not isinstance(workload, WorkloadSpec):
+        return None
+    return check_memory(workload, limit, limit_text)
 
 
 # ---- commands ----------------------------------------------------------------------------------
@@ -249,7 +294,9 @@ def _cmd_run(args: argparse.Namespace, host: PluginHost, out: TextIO) -> int:
     workload = simulator.scale(workload, args.scale)  # as a matrix cell is scaled
     if args.timeline is not None:  # refused now rather than after a run of seconds or minutes
         _check_timeline(args.timeline, workload.name, simulator, host)
-    bar = ProgressBar(sys.stderr, label=f"{args.workload} seed {args.seed}")
+    estimate = _estimate(workload, args.max_memory)
+    note = estimate.line() if estimate is not None else ""
+    bar = ProgressBar(sys.stderr, label=f"{args.workload} seed {args.seed}", note=note)
     result = simulate(profile, workload, args.seed, host=host, progress=bar.update)
     bar.close()
     if args.timeline is not None:
@@ -521,6 +568,7 @@ def _add_matrix_commands(commands: Any) -> None:
         help="results folder (default results/<UTC timestamp>/; an existing one is resumed)",
     )
     matrix.add_argument("--baseline", metavar="NAME", help=_BASELINE_HELP)
+    _add_max_memory(matrix)
     matrix.set_defaults(handler=_cmd_matrix)
 
     report = commands.add_parser("report", help="rebuild report.html from a matrix's results")
@@ -603,7 +651,8 @@ def _cmd_matrix(args: argparse.Namespace, host: PluginHost, out: TextIO) -> int:
         spark_conf=conf,
     )
     _check_baseline(args.baseline, profiles)
-    outcome = run_matrix(request, host, sys.stderr)
+    note = _largest_cell(workloads, scale, args.max_memory, host)
+    outcome = run_matrix(replace(request, note=note), host, sys.stderr)
     report = build_report(outcome.out, baseline=args.baseline)
     out.write(
         f"{outcome.cells:,} cells ({outcome.resumed:,} resumed, {outcome.ran:,} run, "
@@ -623,6 +672,22 @@ def _cmd_matrix(args: argparse.Namespace, host: PluginHost, out: TextIO) -> int:
             sys.stderr.write(f"  {label}\n")
         return EXIT_CELLS_FAILED
     return EXIT_OK
+
+
+def _largest_cell(
+    workloads: Sequence[str], scale: float, max_memory: str | None, host: PluginHost
+) -> str:
+    """Refuse a workload whose cells would need more memory than the limit (before Spark
+    starts); the estimate of the largest cell, to show with the progress."""
+    largest: tuple[float, str, Estimate] | None = None
+    for name in workloads:
+        workload = load_workload(host, name)
+        estimate = _estimate(host.simulator(workload.simulator).scale(workload, scale), max_memory)
+        if estimate is not None and (largest is None or estimate.peak_bytes > largest[0]):
+            largest = (estimate.peak_bytes, workload.name, estimate)
+    if largest is None:
+        return ""
+    return f"largest cell, {largest[1]}: {largest[2].line().removeprefix('estimate: ')}"
 
 
 def _profiles_folder() -> Path:

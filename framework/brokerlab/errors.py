@@ -53,7 +53,8 @@ class Origin:
 _PATH_LIMIT = 256  # a file named on the command line: longer than a value, still not megabytes
 
 # A quoted value inside a problem's own words ("names topic 'x...'"), longer than the limit.
-_LONG_QUOTE = re.compile(rf"'([^'\n]{{{QUOTE_LIMIT + 1},}})'")
+# Quotes that open after no letter and close before none: "machine's" is no quote.
+_LONG_QUOTE = re.compile(rf"(?<!\w)'([^'\n]{{{QUOTE_LIMIT + 1},}})'(?!\w)")
 
 
 def did_you_mean(word: str, choices: Iterable[str], *, n: int = 3) -> list[str]:

@@ -764,3 +764,60 @@ def test_an_include_that_is_no_regular_file_is_named_with_what_it_is(
     conf = write(tmp_path, "p.conf", f"{RESOLVABLE}sim.include={include}\n")
     result = brokerlab("profile", "check", str(conf))
     one_error(result, f"{conf}:4", "key 'sim.include'", problem)
+
+
+def one_workload(tmp_path: Path, body: str) -> Path:
+    return write(tmp_path, "w.toml", f'name = "w"\nduration_s = 10\n[[topics]]\n{body}\n')
+
+
+@pytest.mark.parametrize(
+    ("body", "fragments"),
+    [
+        # Once numpy's "Unable to allocate 74.5 GiB" and "internal error ... bug", minutes in.
+        (
+            "count = 1000\nbacklog = 10000000\n[[topics.subscriptions]]\n",
+            ["topics[0].count (1,000) x topics[0].backlog (10,000,000)", "TiB"],
+        ),
+        # At the documented bounds: once no estimate and no progress at all.
+        (
+            "rate = 1e9\n",
+            ["topics[0].rate (1e+09/s) x duration_s (1e+07 s)"],
+        ),
+    ],
+    ids=["backlog-on-1000-topics", "rate-at-the-bounds"],
+)
+def test_a_run_beyond_the_memory_limit_is_refused_naming_its_keys(
+    tmp_path: Path, body: str, fragments: list[str]
+) -> None:
+    workload = one_workload(tmp_path, body)
+    if "1e9" in body:
+        workload.write_text(workload.read_text().replace("duration_s = 10", "duration_s = 1e7"))
+    result = brokerlab("run", "--profile", str(BASELINE), "--workload", str(workload))
+    one_error(result, "workload 'w' needs about", "of this machine's", "--max-memory", *fragments)
+
+
+def test_max_memory_sets_the_limit_on_run_and_matrix(tmp_path: Path) -> None:
+    small = small_workload(tmp_path)
+    args = ["run", "--profile", str(BASELINE), "--workload", str(small)]
+    run = brokerlab(*args, "--max-memory", "1M")
+    one_error(run, "above the limit of 1 MiB (--max-memory)", "topics[0].rate (50/s)")
+    out = tmp_path / "out"
+    matrix = brokerlab(
+        "matrix", "--profile", str(BASELINE), "--workload", str(small), "--seeds", "1",
+        "--out", str(out), "--max-memory", "1M",
+    )  # fmt: skip
+    one_error(matrix, "workload 'small' needs about", "above the limit of 1 MiB")
+    assert not out.exists()  # refused before Spark started
+    ok = brokerlab(
+        "run", "--profile", str(BASELINE), "--workload", str(small), "--max-memory", "1G", "--json"
+    )
+    assert ok.returncode == 0 and ok.stderr == "", ok.stderr
+
+
+@pytest.mark.parametrize("size", ["lots", "0", "-5G", "nan"])
+def test_a_max_memory_that_is_no_size_is_refused(tmp_path: Path, size: str) -> None:
+    small = small_workload(tmp_path)
+    result = brokerlab(
+        "run", "--profile", str(BASELINE), "--workload", str(small), f"--max-memory={size}"
+    )
+    one_error(result, "key '--max-memory'", f"value '{size}' is not a size", "8G")
