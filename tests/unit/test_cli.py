@@ -334,43 +334,95 @@ def test_a_key_wrong_only_in_case_is_ignored_with_a_warning(tmp_path: Path) -> N
 @pytest.mark.parametrize(
     ("persister", "key", "reader"),
     [
-        ("range-count", "dispatcherPauseOnAckPersistentStateEnabled", "pip299"),
-        ("pip299", "dispatcherPauseOnAckStatePersistentEnabled", "range-count"),
+        ("range-count", "dispatcherPauseOnAckPersistentStateEnabled=false", "pip299"),
+        ("pip299", "dispatcherPauseOnAckStatePersistentEnabled=true", "range-count"),
+        ("range-count", "managedLedgerMaxAckStateInBytesToPersist=4096", "pip299"),
+        ("pip81", "managedLedgerMaxUnackedRangesToPersist=5", "range-count"),
     ],
 )
-@pytest.mark.parametrize("command", ["check", "show"])
-def test_a_pause_switch_of_the_other_persister_is_set_with_a_warning(
-    tmp_path: Path, persister: str, key: str, reader: str, command: str
+def test_a_key_of_a_persister_not_selected_is_an_error_in_a_strict_profile(
+    tmp_path: Path, persister: str, key: str, reader: str
 ) -> None:
-    """ack-state.md §0.2: the two switches differ only in word order; setting the one the
-    selected persister does not read gets a warning naming the persister that reads it."""
-    text = f"{RESOLVABLE}sim.ackStatePersister={persister}\n{key}=true\n"
-    conf = write(tmp_path, "p.conf", text.replace("sim.ackStatePersister=unlimited\n", ""))
-    result = brokerlab("profile", command, str(conf))
+    """ack-state.md §0.2: the two pause switches differ only in word order, and the PIP-299 byte
+    limit does nothing with the range-count persister: set, they only change the fingerprint."""
+    text = RESOLVABLE.replace("unlimited", persister) + f"{key}\n"
+    conf = write(tmp_path, "p.conf", text)
+    one_error(
+        brokerlab("profile", "check", str(conf)),
+        f"{conf}:4: key '{key.split('=')[0]}'",
+        f"is read only by the ack-state persister {reader!r}",
+        f"this profile selects the ack-state persister {persister!r}",
+    )
+    shown = brokerlab("profile", "show", str(conf))  # show never fails on it: a warning
+    assert shown.returncode == 0 and shown.stderr.startswith("brokerlab: warning:"), shown.stderr
+
+
+def test_a_key_of_a_plugin_not_selected_is_a_warning_in_a_lenient_broker_conf(
+    tmp_path: Path,
+) -> None:
+    text = "brokerShutdownTimeoutMs=1\nx=1\ny=1\nmanagedLedgerMaxAckStateInBytesToPersist=4096\n"
+    conf = write(tmp_path, "broker.conf", text)
+    result = brokerlab("profile", "check", str(conf))
     assert result.returncode == 0, result.stderr
     assert result.stderr == (
-        f"brokerlab: warning: {conf}:4: key {key!r} is read only by the {reader!r} ack-state "
-        f"persister, and this profile selects {persister!r}\n"
+        f"brokerlab: warning: {conf}:4: key 'managedLedgerMaxAckStateInBytesToPersist': value "
+        "'4096' is read only by the ack-state persister 'pip299', and this profile selects the "
+        "ack-state persister 'range-count'\n"
     )
 
 
 @pytest.mark.parametrize(
-    "switches",
+    "lines",
     [
         ["dispatcherPauseOnAckPersistentStateEnabled=false"],  # the one pip299 reads
-        [  # both: the profile knows they differ (the reference profile sets every key)
+        [  # the other at its default: it changes nothing (the reference profile sets every key)
             "dispatcherPauseOnAckPersistentStateEnabled=false",
-            "dispatcherPauseOnAckStatePersistentEnabled=true",
+            "dispatcherPauseOnAckStatePersistentEnabled=false",
         ],
     ],
 )
-def test_no_pause_switch_warning_for_the_selected_persisters_switch_or_both(
-    tmp_path: Path, switches: list[str]
+def test_a_key_the_selected_plugin_reads_or_one_at_its_default_is_fine(
+    tmp_path: Path, lines: list[str]
 ) -> None:
-    text = RESOLVABLE + "".join(f"{line}\n" for line in switches)
+    text = RESOLVABLE + "".join(f"{line}\n" for line in lines)
     conf = write(tmp_path, "p.conf", text.replace("unlimited", "pip299"))
     result = brokerlab("profile", "check", str(conf))
     assert result.returncode == 0 and result.stderr == "", result.stderr
+
+
+PULSAR_42 = ROOT / "profiles" / "pulsar-4.2.conf"
+
+
+@pytest.mark.parametrize(
+    ("setting", "fragments"),
+    [
+        (
+            "managedLedgerMaxAckStateInBytesToPersist=4096",
+            ["the ack-state persister 'pip299'", "selects the ack-state persister 'range-count'"],
+        ),
+        (
+            "remote.log.index.file.cache.ttl.ms=1000",
+            ["the kafka-tiered-storage simulator", "the workload runs on the pulsar simulator"],
+        ),
+        (
+            "sim.pip448.draftSemantics=true",
+            ["the delayed-delivery tracker factory 'topic-level'", "selects the delayed-delivery"],
+        ),
+    ],
+    ids=["pip299-limit-with-range-count", "kafka-key-on-pulsar", "other-plugins-namespace"],
+)
+@pytest.mark.parametrize("command", ["run", "matrix"])
+def test_a_set_that_no_selected_plugin_reads_is_refused(
+    tmp_path: Path, setting: str, fragments: list[str], command: str
+) -> None:
+    """It was accepted silently and changed the fingerprint: a sweep over it reported identical
+    configurations as different."""
+    out = ["--out", str(tmp_path / "out")] if command == "matrix" else []
+    result = brokerlab(
+        command, "--profile", str(PULSAR_42), "--workload", "tailing", "--set", setting, *out
+    )
+    one_error(result, f"--set: key '{setting.split('=')[0]}'", "is read only by", *fragments)
+    assert not (tmp_path / "out").exists()  # refused before Spark started
 
 
 @pytest.mark.skipif(not FIXTURES.is_dir(), reason="shared/fixtures is not beside the checkout")
