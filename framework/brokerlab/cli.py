@@ -11,10 +11,12 @@ import argparse
 import csv
 import json
 import os
+import re
 import sys
 import tomllib
 import traceback
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -26,12 +28,23 @@ from brokerlab.files import atomic_path, unwritable_reason
 from brokerlab.host import EXTENSION_POINTS, PluginHost
 from brokerlab.metrics import METRICS
 from brokerlab.profiles import Profile, render_reference
+from brokerlab.profiles.loader import property_text
 from brokerlab.profiles.model import SECTIONS, field_for_key
+from brokerlab.profiles.readers import unread_keys
 from brokerlab.profiles.ready import ready_profiles
 from brokerlab.profiles.reference import render_reference_markdown
 from brokerlab.records import SimulatorRecord
 from brokerlab.simulation import load_workload, profile_simulators, simulate
 from brokerlab.textui import ProgressBar, format_result, metrics_markdown
+from brokerlab.workloads import WorkloadDocument, WorkloadSpec
+from brokerlab.workloads.resources import (
+    DEFAULT_MEMORY_FRACTION,
+    Estimate,
+    check_memory,
+    default_memory_limit,
+    format_bytes,
+    parse_bytes,
+)
 
 if TYPE_CHECKING:  # the report imports pandas: only when a command makes one
     from brokerlab.report.verdicts import WorkloadVerdict
@@ -160,6 +173,7 @@ def _build_parser() -> argparse.ArgumentParser:
         help="shorten the workload as `matrix --scale F` does (0 < F <= 1; default 1), to "
         "reproduce one cell of a scaled matrix",
     )
+    _add_max_memory(run)
     run.add_argument(
         "--timeline",
         type=Path,
@@ -170,6 +184,40 @@ def _build_parser() -> argparse.ArgumentParser:
     run.set_defaults(handler=_cmd_run)
     _add_matrix_commands(commands)
     return parser
+
+
+def _add_max_memory(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--max-memory",
+        metavar="SIZE",
+        help="refuse a run whose estimated peak memory is above SIZE (e.g. 8G, 512M; default "
+        f"{DEFAULT_MEMORY_FRACTION:.0%} of this machine's memory)",
+    )
+
+
+def _memory_limit(text: str | None) -> tuple[int, str]:
+    """The limit ``--max-memory`` gives (or the default), and how to say so in an error."""
+    if text is None:
+        return default_memory_limit()
+    try:
+        limit = parse_bytes(text)
+    except ValueError:
+        raise ProfileError(
+            "is not a size",
+            key="--max-memory",
+            value=text,
+            allowed="a size above 0 such as 8G, 512M or 1.5GiB (binary units), or bytes",
+        ) from None
+    return limit, f"{format_bytes(limit)} (--max-memory)"
+
+
+def _estimate(workload: WorkloadDocument, max_memory: str | None) -> Estimate | None:
+    """The run's resource estimate, refused above the memory limit; ``None`` for a workload of
+    a simulator that has none (only the Pulsar model's is measured)."""
+    limit, limit_text = _memory_limit(max_memory)
+    if not isinstance(workload, WorkloadSpec):
+        return None
+    return check_memory(workload, limit, limit_text)
 
 
 # ---- commands ----------------------------------------------------------------------------------
@@ -250,13 +298,16 @@ def _cmd_run(args: argparse.Namespace, host: PluginHost, out: TextIO) -> int:
         )
     profile = load_profile(args.profile, args.overrides, host=host)
     _warn_case_typos(profile)
-    _warn_unread_pause_switch(profile, host)
     workload = load_workload(host, args.workload)
     simulator = host.simulator(workload.simulator)
+    host.resolve(profile)  # an unknown plugin name is the error to report first
+    _check_unread(profile, host, simulator.settings_families)
     workload = simulator.scale(workload, args.scale)  # as a matrix cell is scaled
     if args.timeline is not None:  # refused now rather than after a run of seconds or minutes
         _check_timeline(args.timeline, workload.name, simulator, host)
-    bar = ProgressBar(sys.stderr, label=f"{args.workload} seed {args.seed}")
+    estimate = _estimate(workload, args.max_memory)
+    note = estimate.line() if estimate is not None else ""
+    bar = ProgressBar(sys.stderr, label=f"{args.workload} seed {args.seed}", note=note)
     result = simulate(profile, workload, args.seed, host=host, progress=bar.update)
     bar.close()
     if args.timeline is not None:
@@ -326,36 +377,45 @@ def _warn_case_typos(profile: Profile) -> None:
         )
 
 
-_PAUSE_SWITCH_READER = {
-    "dispatcherPauseOnAckStatePersistentEnabled": "range-count",
-    "dispatcherPauseOnAckPersistentStateEnabled": "pip299",
-}
-"""The two ack-state pause switches, which differ only in word order, and the one persister that
-reads each (ack-state.md §0.2)."""
+def _check_unread(
+    profile: Profile, host: PluginHost, families: Collection[str] | None = None
+) -> None:
+    """Refuse keys no selected plugin reads (:mod:`brokerlab.profiles.readers`): set in ``--set``
+    or in a strict profile they are errors, in a lenient one (a real broker.conf) warnings.
 
-
-def _warn_unread_pause_switch(profile: Profile, host: PluginHost) -> None:
-    """A pause switch set while the other of its two persisters is selected does nothing.
-
-    Only a profile that sets one switch is warned: one that sets both (the reference profile,
-    or one meant for either persister) shows that it knows they differ.
-    """
-    set_keys = [key for key in _PAUSE_SWITCH_READER if profile.origin(key) is not None]
-    if len(set_keys) != 1:
-        return
-    (key,) = set_keys
-    reader = _PAUSE_SWITCH_READER[key]
-    try:
-        name = str(profile.get("sim.ackStatePersister"))
-        selected = host.select("ack_state_persister", name).record.name
-    except (BrokerlabError, KeyError):
-        return  # no resolvable persister: the command reports that itself, or show lists it
-    if selected != reader and selected in _PAUSE_SWITCH_READER.values():
-        # pip81 and unlimited never pause: neither switch is "the other one" for them.
-        sys.stderr.write(
-            f"brokerlab: warning: {profile.origin(key)}: key {key!r} is read only by the "
-            f"{reader!r} ack-state persister, and this profile selects {selected!r}\n"
+    Profile keys are judged against what the profile selects; ``--set`` keys also against the
+    simulator ``families`` that will run it (a Kafka key on a Pulsar run)."""
+    found = {unread.key: unread for unread in unread_keys(profile, host)}
+    if families is not None:
+        set_keys = [key for key, origin in profile.origins.items() if origin.source == "--set"]
+        for unread in unread_keys(profile, host, families, keys=set_keys):
+            found.setdefault(unread.key, unread)
+    errors: list[ProfileError] = []
+    for unread in found.values():
+        error = ProfileError(
+            unread.problem(),
+            origin=unread.origin,
+            key=unread.key,
+            value=property_text(profile.get(unread.key)),
         )
+        if unread.origin.source == "--set" or profile.mode == "strict":
+            errors.append(error)
+        else:
+            sys.stderr.write(f"brokerlab: warning: {error}\n")
+    if errors:
+        for other in errors[1:]:
+            errors[0].add_note(f"also: {other}")
+        raise errors[0]
+
+
+def _warn_unread(profile: Profile, host: PluginHost) -> None:
+    """What :func:`_check_unread` finds, as warnings only (``profile show`` never fails on it)."""
+    try:
+        for unread in unread_keys(profile, host):
+            error = ProfileError(unread.problem(), origin=unread.origin, key=unread.key)
+            sys.stderr.write(f"brokerlab: warning: {error}\n")
+    except BrokerlabError:
+        return  # no resolvable plugins: show lists why itself
 
 
 def _cmd_profile_list(args: argparse.Namespace, host: PluginHost, out: TextIO) -> int:
@@ -379,8 +439,8 @@ def _cmd_profile_check(args: argparse.Namespace, host: PluginHost, out: TextIO) 
     for path in args.files:
         profile = load_profile(path, host=host, mode=args.mode)
         _warn_case_typos(profile)
-        _warn_unread_pause_switch(profile, host)
         choices = host.resolve(profile)
+        _check_unread(profile, host)
         summary = ", ".join(f"{k}={v}" for k, v in choices.names().items() if v)
         extra = f"; {len(profile.unmodelled)} unmodelled keys ignored" if profile.unmodelled else ""
         out.write(f"{path}: ok ({profile.mode}{extra}): {summary}\n")
@@ -406,7 +466,7 @@ def _section_of(key: str) -> str:
 
 def _cmd_profile_show(args: argparse.Namespace, host: PluginHost, out: TextIO) -> int:
     profile = load_profile(args.file, args.overrides, host=host, mode=args.mode)
-    _warn_unread_pause_switch(profile, host)
+    _warn_unread(profile, host)
     resolved = profile.resolved()
     origins = {key: str(profile.origin(key) or "default") for key in resolved}
     plugins = _plugin_lines(profile, host)
@@ -545,6 +605,7 @@ def _add_matrix_commands(commands: Any) -> None:
         help="results folder (default results/<UTC timestamp>/; an existing one is resumed)",
     )
     matrix.add_argument("--baseline", metavar="NAME", help=_BASELINE_HELP)
+    _add_max_memory(matrix)
     matrix.set_defaults(handler=_cmd_matrix)
 
     report = commands.add_parser("report", help="rebuild report.html from a matrix's results")
@@ -627,7 +688,9 @@ def _cmd_matrix(args: argparse.Namespace, host: PluginHost, out: TextIO) -> int:
         spark_conf=conf,
     )
     _check_baseline(args.baseline, profiles)
-    outcome = run_matrix(request, host, sys.stderr)
+    _check_matrix_keys(profiles, args.sweeps, workloads, host)
+    note = _largest_cell(workloads, scale, args.max_memory, host)
+    outcome = run_matrix(replace(request, note=note), host, sys.stderr)
     report = build_report(outcome.out, baseline=args.baseline)
     out.write(
         f"{outcome.cells:,} cells ({outcome.resumed:,} resumed, {outcome.ran:,} run, "
@@ -647,6 +710,46 @@ def _cmd_matrix(args: argparse.Namespace, host: PluginHost, out: TextIO) -> int:
             sys.stderr.write(f"  {label}\n")
         return EXIT_CELLS_FAILED
     return EXIT_OK
+
+
+_UNESCAPED_COMMA = re.compile(r"(?<!\\),")
+
+
+def _check_matrix_keys(
+    profiles: Sequence[str], sweeps: Sequence[str], workloads: Sequence[str], host: PluginHost
+) -> None:
+    """Refuse, before Spark starts, keys no selected plugin reads: in a strict profile, and in a
+    plain ``--set`` (one value) as ``run`` does. A sweep over several values is the matrix
+    expansion's business: there such a key is "not applied" for that profile."""
+    families = {
+        host.simulator(load_workload(host, name).simulator).settings_families for name in workloads
+    }
+    plain = [item for item in sweeps if "=" in item and not _UNESCAPED_COMMA.search(item)]
+    for path in profiles:
+        profile = load_profile(path, host=host)
+        _check_unread(profile, host)
+        if not plain:
+            continue
+        fits = profile_simulators(profile, host)
+        runs = {family for fam in families if not fits or fits & fam for family in fam}
+        overrides = [item.replace("\\,", ",") for item in plain]
+        _check_unread(load_profile(path, overrides, host=host), host, runs)
+
+
+def _largest_cell(
+    workloads: Sequence[str], scale: float, max_memory: str | None, host: PluginHost
+) -> str:
+    """Refuse a workload whose cells would need more memory than the limit (before Spark
+    starts); the estimate of the largest cell, to show with the progress."""
+    largest: tuple[float, str, Estimate] | None = None
+    for name in workloads:
+        workload = load_workload(host, name)
+        estimate = _estimate(host.simulator(workload.simulator).scale(workload, scale), max_memory)
+        if estimate is not None and (largest is None or estimate.peak_bytes > largest[0]):
+            largest = (estimate.peak_bytes, workload.name, estimate)
+    if largest is None:
+        return ""
+    return f"largest cell, {largest[1]}: {largest[2].line().removeprefix('estimate: ')}"
 
 
 def _profiles_folder() -> Path:

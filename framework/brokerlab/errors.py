@@ -8,6 +8,7 @@ at the file, line and key a person has to fix.
 from __future__ import annotations
 
 import difflib
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,8 +19,20 @@ __all__ = [
     "PluginError",
     "ProfileError",
     "WorkloadError",
+    "clip",
     "did_you_mean",
 ]
+
+QUOTE_LIMIT = 80
+"""At most this many characters of a value (or key) are quoted in an error line: a value of
+megabytes pasted by mistake would otherwise be echoed in full."""
+
+
+def clip(text: str, limit: int = QUOTE_LIMIT) -> str:
+    """``text`` itself, or its first ``limit`` characters and how long it really is."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}... ({len(text):,} characters)"
 
 
 @dataclass(frozen=True)
@@ -35,6 +48,13 @@ class Origin:
 
     def __str__(self) -> str:
         return self.source if self.line is None else f"{self.source}:{self.line}"
+
+
+_PATH_LIMIT = 256  # a file named on the command line: longer than a value, still not megabytes
+
+# A quoted value inside a problem's own words ("names topic 'x...'"), longer than the limit.
+# Quotes that open after no letter and close before none: "machine's" is no quote.
+_LONG_QUOTE = re.compile(rf"(?<!\w)'([^'\n]{{{QUOTE_LIMIT + 1},}})'(?!\w)")
 
 
 def did_you_mean(word: str, choices: Iterable[str], *, n: int = 3) -> list[str]:
@@ -78,19 +98,19 @@ class _LocatedError(BrokerlabError):
     def render(self) -> str:
         parts: list[str] = []
         if self.origin is not None:
-            parts.append(f"{self.origin}:")
+            parts.append(f"{clip(str(self.origin), _PATH_LIMIT)}:")
         if self.key is not None:
-            parts.append(f"key '{self.key}':")
+            parts.append(f"key '{clip(self.key)}':")
         if self.value is not None:
             # Booleans as both file formats spell them (TOML, broker.conf), not as Python does.
             shown = str(self.value).lower() if isinstance(self.value, bool) else str(self.value)
-            parts.append(f"value {shown!r}")
-        parts.append(self.problem)
+            parts.append(f"value {clip(shown)!r}")
+        parts.append(_LONG_QUOTE.sub(lambda m: repr(clip(m.group(1))), self.problem))
         text = " ".join(parts)
         if self.allowed:
             text += f"; allowed: {self.allowed}"
         if self.suggestions:
-            text += " (did you mean " + " or ".join(repr(s) for s in self.suggestions) + "?)"
+            text += " (did you mean " + " or ".join(repr(clip(s)) for s in self.suggestions) + "?)"
         return text
 
 

@@ -134,6 +134,11 @@ class SettingsRecord:
     simulator: str = "pulsar"
     """The simulator that reads these keys: a matrix runs a profile that sets keys of one
     simulator only with that simulator's workloads."""
+    read_by: tuple[tuple[str, str], ...] = ()
+    """The plugin records that read these keys, as `(extension point, record name)` pairs (e.g.
+    `("delayed_delivery", "topic-level")`); empty: the simulator reads them whatever the profile
+    selects. A key set while none of them is selected is an error in a strict profile and in
+    `--set` (see `brokerlab.profiles.readers`)."""
 
     @property
     def key_prefix(self) -> str:

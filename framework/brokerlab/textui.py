@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Mapping, Sequence
 from typing import TextIO
@@ -101,31 +102,55 @@ def _meaning(m: Metric) -> str:
 
 
 class ProgressBar:
-    """A one-line bar on a terminal, shown only once a run has taken more than ``after_s``."""
+    """Progress of a run, shown only once it has taken more than ``after_s``.
 
-    def __init__(self, stream: TextIO, label: str, after_s: float = 2.0) -> None:
+    On a terminal a one-line bar redrawn in place; elsewhere (a log, a pipe) one line every
+    ``every_s`` seconds, so a long run in the background still says how far it is. ``note`` (the
+    resource estimate) is shown with the first of them.
+    """
+
+    def __init__(
+        self,
+        stream: TextIO,
+        label: str,
+        after_s: float = 2.0,
+        *,
+        note: str = "",
+        every_s: float = 30.0,
+    ) -> None:
         self.stream = stream
         self.label = label
         self.after_s = after_s
+        self.note = note
+        self.every_s = every_s
         self.started = time.monotonic()
         self.shown = False
-        self.enabled = stream.isatty()
+        self.last_line = -math.inf
+        self.terminal = stream.isatty()
 
     def update(self, fraction: float) -> None:
-        if not self.enabled:
-            return
         elapsed = time.monotonic() - self.started
         if elapsed < self.after_s:
             return
         fraction = min(max(fraction, 0.0), 1.0)
         left = elapsed / fraction - elapsed if fraction > 0 else 0.0
-        filled = int(fraction * 30)
-        bar = "#" * filled + "." * (30 - filled)
-        self.stream.write(f"\r{self.label} [{bar}] {fraction:4.0%}  ~{left:4.0f}s left")
+        if self.terminal:
+            filled = int(fraction * 30)
+            bar = "#" * filled + "." * (30 - filled)
+            note = f"  ({self.note})" if self.note else ""
+            self.stream.write(f"\r{self.label} [{bar}] {fraction:4.0%}  ~{left:4.0f}s left{note}")
+        elif elapsed - self.last_line >= self.every_s:
+            note = f" ({self.note})" if self.note and not self.shown else ""
+            self.stream.write(
+                f"{self.label}: {fraction:.0%} after {elapsed:.0f} s, ~{left:.0f} s left{note}\n"
+            )
+            self.last_line = elapsed
+        else:
+            return
         self.stream.flush()
         self.shown = True
 
     def close(self) -> None:
-        if self.shown:
+        if self.shown and self.terminal:
             self.stream.write("\n")
             self.stream.flush()

@@ -360,43 +360,95 @@ def test_a_key_wrong_only_in_case_is_ignored_with_a_warning(tmp_path: Path) -> N
 @pytest.mark.parametrize(
     ("persister", "key", "reader"),
     [
-        ("range-count", "dispatcherPauseOnAckPersistentStateEnabled", "pip299"),
-        ("pip299", "dispatcherPauseOnAckStatePersistentEnabled", "range-count"),
+        ("range-count", "dispatcherPauseOnAckPersistentStateEnabled=false", "pip299"),
+        ("pip299", "dispatcherPauseOnAckStatePersistentEnabled=true", "range-count"),
+        ("range-count", "managedLedgerMaxAckStateInBytesToPersist=4096", "pip299"),
+        ("pip81", "managedLedgerMaxUnackedRangesToPersist=5", "range-count"),
     ],
 )
-@pytest.mark.parametrize("command", ["check", "show"])
-def test_a_pause_switch_of_the_other_persister_is_set_with_a_warning(
-    tmp_path: Path, persister: str, key: str, reader: str, command: str
+def test_a_key_of_a_persister_not_selected_is_an_error_in_a_strict_profile(
+    tmp_path: Path, persister: str, key: str, reader: str
 ) -> None:
-    """ack-state.md §0.2: the two switches differ only in word order; setting the one the
-    selected persister does not read gets a warning naming the persister that reads it."""
-    text = f"{RESOLVABLE}sim.ackStatePersister={persister}\n{key}=true\n"
-    conf = write(tmp_path, "p.conf", text.replace("sim.ackStatePersister=unlimited\n", ""))
-    result = brokerlab("profile", command, str(conf))
+    """ack-state.md §0.2: the two pause switches differ only in word order, and the PIP-299 byte
+    limit does nothing with the range-count persister: set, they only change the fingerprint."""
+    text = RESOLVABLE.replace("unlimited", persister) + f"{key}\n"
+    conf = write(tmp_path, "p.conf", text)
+    one_error(
+        brokerlab("profile", "check", str(conf)),
+        f"{conf}:4: key '{key.split('=')[0]}'",
+        f"is read only by the ack-state persister {reader!r}",
+        f"this profile selects the ack-state persister {persister!r}",
+    )
+    shown = brokerlab("profile", "show", str(conf))  # show never fails on it: a warning
+    assert shown.returncode == 0 and shown.stderr.startswith("brokerlab: warning:"), shown.stderr
+
+
+def test_a_key_of_a_plugin_not_selected_is_a_warning_in_a_lenient_broker_conf(
+    tmp_path: Path,
+) -> None:
+    text = "brokerShutdownTimeoutMs=1\nx=1\ny=1\nmanagedLedgerMaxAckStateInBytesToPersist=4096\n"
+    conf = write(tmp_path, "broker.conf", text)
+    result = brokerlab("profile", "check", str(conf))
     assert result.returncode == 0, result.stderr
     assert result.stderr == (
-        f"brokerlab: warning: {conf}:4: key {key!r} is read only by the {reader!r} ack-state "
-        f"persister, and this profile selects {persister!r}\n"
+        f"brokerlab: warning: {conf}:4: key 'managedLedgerMaxAckStateInBytesToPersist': value "
+        "'4096' is read only by the ack-state persister 'pip299', and this profile selects the "
+        "ack-state persister 'range-count'\n"
     )
 
 
 @pytest.mark.parametrize(
-    "switches",
+    "lines",
     [
         ["dispatcherPauseOnAckPersistentStateEnabled=false"],  # the one pip299 reads
-        [  # both: the profile knows they differ (the reference profile sets every key)
+        [  # the other at its default: it changes nothing (the reference profile sets every key)
             "dispatcherPauseOnAckPersistentStateEnabled=false",
-            "dispatcherPauseOnAckStatePersistentEnabled=true",
+            "dispatcherPauseOnAckStatePersistentEnabled=false",
         ],
     ],
 )
-def test_no_pause_switch_warning_for_the_selected_persisters_switch_or_both(
-    tmp_path: Path, switches: list[str]
+def test_a_key_the_selected_plugin_reads_or_one_at_its_default_is_fine(
+    tmp_path: Path, lines: list[str]
 ) -> None:
-    text = RESOLVABLE + "".join(f"{line}\n" for line in switches)
+    text = RESOLVABLE + "".join(f"{line}\n" for line in lines)
     conf = write(tmp_path, "p.conf", text.replace("unlimited", "pip299"))
     result = brokerlab("profile", "check", str(conf))
     assert result.returncode == 0 and result.stderr == "", result.stderr
+
+
+PULSAR_42 = ROOT / "profiles" / "pulsar-4.2.conf"
+
+
+@pytest.mark.parametrize(
+    ("setting", "fragments"),
+    [
+        (
+            "managedLedgerMaxAckStateInBytesToPersist=4096",
+            ["the ack-state persister 'pip299'", "selects the ack-state persister 'range-count'"],
+        ),
+        (
+            "remote.log.index.file.cache.ttl.ms=1000",
+            ["the kafka-tiered-storage simulator", "the workload runs on the pulsar simulator"],
+        ),
+        (
+            "sim.pip448.draftSemantics=true",
+            ["the delayed-delivery tracker factory 'topic-level'", "selects the delayed-delivery"],
+        ),
+    ],
+    ids=["pip299-limit-with-range-count", "kafka-key-on-pulsar", "other-plugins-namespace"],
+)
+@pytest.mark.parametrize("command", ["run", "matrix"])
+def test_a_set_that_no_selected_plugin_reads_is_refused(
+    tmp_path: Path, setting: str, fragments: list[str], command: str
+) -> None:
+    """It was accepted silently and changed the fingerprint: a sweep over it reported identical
+    configurations as different."""
+    out = ["--out", str(tmp_path / "out")] if command == "matrix" else []
+    result = brokerlab(
+        command, "--profile", str(PULSAR_42), "--workload", "tailing", "--set", setting, *out
+    )
+    one_error(result, f"--set: key '{setting.split('=')[0]}'", "is read only by", *fragments)
+    assert not (tmp_path / "out").exists()  # refused before Spark started
 
 
 @pytest.mark.skipif(not FIXTURES.is_dir(), reason="shared/fixtures is not beside the checkout")
@@ -720,3 +772,146 @@ def test_profile_list_names_every_ready_profile_with_its_first_comment() -> None
     assert lines["pulsar-4.2"].startswith("Pulsar 4.2.x")
     checked = brokerlab("profile", "check", *lines)
     assert checked.returncode == 0, checked.stderr
+
+
+HUGE = "x" * 1_000_000  # a value pasted by mistake (the issue saw 50 MB echoed in full)
+LONG = "x" * 100_000  # what one command-line argument can hold (Linux: 128 KiB)
+
+
+@pytest.mark.parametrize(
+    ("files", "extra"),
+    [
+        ({"p.conf": f"sim.entryCache=disabled\nmanagedLedgerCacheSizeMB={HUGE}\n"}, []),
+        ({"p.conf": f"{RESOLVABLE}sim.include={HUGE}\n"}, []),
+        ({"p.conf": RESOLVABLE}, ["--set", f"managedLedgerCacheSizeMB={LONG}"]),
+        ({"p.conf": RESOLVABLE}, ["--set", f"{LONG}=1"]),
+    ],
+    ids=["profile-value", "include", "set-value", "set-key"],
+)
+def test_a_huge_bad_value_is_quoted_at_most_80_characters(
+    tmp_path: Path, files: dict[str, str], extra: list[str]
+) -> None:
+    paths = [write(tmp_path, name, text) for name, text in files.items()]
+    result = brokerlab("profile", "show", str(paths[0]), *extra)
+    length = f"({len(LONG if extra else HUGE):,} characters)"
+    one_error(result, "x" * 80 + "...", length)
+    assert len(result.stderr) < 500, result.stderr[:500]
+
+
+def test_a_huge_bad_workload_value_is_quoted_at_most_80_characters(tmp_path: Path) -> None:
+    workload = small_workload(tmp_path).read_text().replace('"small"', '"small"\nheadline = "')
+    path = write(tmp_path, "w.toml", workload.replace('headline = "', f'headline = "{HUGE}"'))
+    result = brokerlab("run", "--profile", str(BASELINE), "--workload", str(path))
+    one_error(result, "w.toml", "headline", "x" * 80 + "...", "(1,000,000 characters)")
+    assert len(result.stderr) < 500, result.stderr[:500]
+
+
+def fifo(tmp_path: Path, name: str) -> Path:
+    path = tmp_path / name
+    os.mkfifo(path)
+    return path
+
+
+@pytest.mark.parametrize(
+    ("command", "fragments"),
+    [
+        (["profile", "check", "{fifo}"], ["{fifo}", "is a FIFO (named pipe), not a profile file"]),
+        (
+            ["run", "--profile", "{fifo}", "--workload", "tailing"],
+            ["{fifo}", "is a FIFO (named pipe), not a profile file"],
+        ),
+        (
+            ["run", "--profile", str(BASELINE), "--workload", "{fifo}"],
+            ["{fifo}", "is a FIFO (named pipe), not a workload file"],
+        ),
+        (
+            ["run", "--profile", str(BASELINE), "--workload", "/dev/zero"],
+            ["/dev/zero", "is a character device, not a workload file"],
+        ),
+        (["profile", "check", "/dev/null"], ["/dev/null", "is a character device"]),
+    ],
+    ids=["profile", "run-profile", "workload", "workload-device", "profile-device"],
+)
+def test_a_fifo_or_device_is_refused_at_once(
+    tmp_path: Path, command: list[str], fragments: list[str]
+) -> None:
+    """A FIFO blocked the reader forever (nobody writes to it): the subprocess timeout of this
+    test is what would catch that."""
+    path = str(fifo(tmp_path, "in.conf"))
+    result = brokerlab(*(part.format(fifo=path) for part in command))
+    one_error(result, *(fragment.format(fifo=path) for fragment in fragments))
+
+
+@pytest.mark.parametrize(
+    ("include", "problem"),
+    [
+        ("/dev/zero", "is a character device, not a profile file"),
+        ("pipe.conf", "is a FIFO (named pipe), not a profile file"),
+        ("absent.conf", "does not exist"),
+        (".", "is a directory, not a profile file"),
+    ],
+)
+def test_an_include_that_is_no_regular_file_is_named_with_what_it_is(
+    tmp_path: Path, include: str, problem: str
+) -> None:
+    fifo(tmp_path, "pipe.conf")
+    conf = write(tmp_path, "p.conf", f"{RESOLVABLE}sim.include={include}\n")
+    result = brokerlab("profile", "check", str(conf))
+    one_error(result, f"{conf}:4", "key 'sim.include'", problem)
+
+
+def one_workload(tmp_path: Path, body: str) -> Path:
+    return write(tmp_path, "w.toml", f'name = "w"\nduration_s = 10\n[[topics]]\n{body}\n')
+
+
+@pytest.mark.parametrize(
+    ("body", "fragments"),
+    [
+        # Once numpy's "Unable to allocate 74.5 GiB" and "internal error ... bug", minutes in.
+        (
+            "count = 1000\nbacklog = 10000000\n[[topics.subscriptions]]\n",
+            ["topics[0].count (1,000) x topics[0].backlog (10,000,000)", "TiB"],
+        ),
+        # At the documented bounds: once no estimate and no progress at all.
+        (
+            "rate = 1e9\n",
+            ["topics[0].rate (1e+09/s) x duration_s (1e+07 s)"],
+        ),
+    ],
+    ids=["backlog-on-1000-topics", "rate-at-the-bounds"],
+)
+def test_a_run_beyond_the_memory_limit_is_refused_naming_its_keys(
+    tmp_path: Path, body: str, fragments: list[str]
+) -> None:
+    workload = one_workload(tmp_path, body)
+    if "1e9" in body:
+        workload.write_text(workload.read_text().replace("duration_s = 10", "duration_s = 1e7"))
+    result = brokerlab("run", "--profile", str(BASELINE), "--workload", str(workload))
+    one_error(result, "workload 'w' needs about", "of this machine's", "--max-memory", *fragments)
+
+
+def test_max_memory_sets_the_limit_on_run_and_matrix(tmp_path: Path) -> None:
+    small = small_workload(tmp_path)
+    args = ["run", "--profile", str(BASELINE), "--workload", str(small)]
+    run = brokerlab(*args, "--max-memory", "1M")
+    one_error(run, "above the limit of 1 MiB (--max-memory)", "topics[0].rate (50/s)")
+    out = tmp_path / "out"
+    matrix = brokerlab(
+        "matrix", "--profile", str(BASELINE), "--workload", str(small), "--seeds", "1",
+        "--out", str(out), "--max-memory", "1M",
+    )  # fmt: skip
+    one_error(matrix, "workload 'small' needs about", "above the limit of 1 MiB")
+    assert not out.exists()  # refused before Spark started
+    ok = brokerlab(
+        "run", "--profile", str(BASELINE), "--workload", str(small), "--max-memory", "1G", "--json"
+    )
+    assert ok.returncode == 0 and ok.stderr == "", ok.stderr
+
+
+@pytest.mark.parametrize("size", ["lots", "0", "-5G", "nan"])
+def test_a_max_memory_that_is_no_size_is_refused(tmp_path: Path, size: str) -> None:
+    small = small_workload(tmp_path)
+    result = brokerlab(
+        "run", "--profile", str(BASELINE), "--workload", str(small), f"--max-memory={size}"
+    )
+    one_error(result, "key '--max-memory'", f"value '{size}' is not a size", "8G")

@@ -404,14 +404,14 @@ def test_missing_include_is_an_error_at_the_include_line(tmp_path: Path) -> None
     path = write(tmp_path / "p.conf", "\nsim.include=nope.conf\n")
     message = error_of(path)
     assert message.startswith(f"{path}:2: key 'sim.include': value 'nope.conf'")
-    assert f"does not exist: {tmp_path / 'nope.conf'}" in message
-    assert "relative to the including file" in message
+    assert f"names {str(tmp_path / 'nope.conf')!r}, which does not exist" in message
+    assert "relative to this file) or ready profile names" in message
 
 
 def test_directory_include_is_an_error(tmp_path: Path) -> None:
     (tmp_path / "dir.conf").mkdir()
     path = write(tmp_path / "p.conf", "sim.include=dir.conf\n")
-    assert "names a directory" in error_of(path)
+    assert "which is a directory, not a profile file" in error_of(path)
 
 
 def test_bad_utf8_in_an_include_names_that_file_and_line(tmp_path: Path) -> None:

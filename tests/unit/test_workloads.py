@@ -352,6 +352,93 @@ def test_values_the_model_cannot_hold_are_out_of_range(key: str, value: str, all
     assert text.endswith(f"allowed: {allowed}")
 
 
+# Counts and sizes beyond any realistic broker (#27): each is refused naming its bound and why.
+BEYOND_A_BROKER = {
+    "topics[0].count": ("count = 1000000000", "1000000", "about a million topics"),
+    "topics[0].subscriptions[0].count": (
+        "[[topics.subscriptions]]\ncount = 10001",
+        "10000",
+        "a cursor with its own ack state",
+    ),
+    "topics[0].subscriptions[0].consumers[0].count": (
+        "[[topics.subscriptions]]\nconsumers = [{ count = 5000000 }]",
+        "10000",
+        "a connection the dispatcher serves",
+    ),
+    "topics[0].producers": ("producers = 100000", "10000", "pending sends"),
+    "topics[0].batch_size": ("batch_size = 100000000000000000000", "100000", "one entry"),
+    "topics[0].message_size.value": (
+        "message_size = { value = 9223372036854775807 }",
+        "2147473407",
+        "maxMessageSize",
+    ),
+    "topics[0].message_size.max": (
+        'message_size = { kind = "uniform", max = 4294967296 }',
+        "2147473407",
+        "maxMessageSize",
+    ),
+    "topics[0].keys.skew": ("keys = { skew = 1e308 }", "10.0", "99.9% of the messages"),
+}
+
+
+@pytest.mark.parametrize("key", sorted(BEYOND_A_BROKER))
+def test_counts_and_sizes_beyond_a_broker_name_their_bound_and_why(key: str) -> None:
+    body, bound, why = BEYOND_A_BROKER[key]
+    text = str(error_of(f'name = "w"\nduration_s = 1\n[[topics]]\n{body}\n'))
+    assert f"key '{key}': value " in text and "is out of range: " in text, text
+    assert why in text and text.endswith(f"<= {bound}"), text
+
+
+def test_topics_of_all_tables_are_bounded_together() -> None:
+    body = "[[topics]]\nname = 'a'\ncount = 1000\npartitions = 600\n"
+    text = str(error_of('name = "w"\nduration_s = 1\n' + body + body.replace("'a'", "'b'")))
+    assert "make 1,200,000 topics (count x partitions)" in text
+    assert "at most 1,000,000 in all" in text
+
+
+def test_a_million_topics_validate_without_building_their_names() -> None:
+    """Validation once built every topic name: 10^9 topics grew memory until killed."""
+    import tracemalloc
+
+    text = (
+        'name = "w"\nduration_s = 1\n[[topics]]\nname = "t"\ncount = 999\n'
+        "partitions = 1000\n[[topics]]\nname = 'u'\ncount = 1000\n"
+        "[[events]]\nat_s = 0\nkind = 'unload'\ntopic = 't-998-partition-999'\n"
+    )
+    tracemalloc.start()
+    try:
+        spec = parse_workload(text, "w.toml")
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert spec.topics[0].topic_count == 999_000
+    assert peak < 5_000_000, f"validation allocated {peak:,} bytes"
+
+
+@pytest.mark.parametrize(
+    ("tables", "clash"),
+    [
+        ([("t", 3, 0), ("t-2", 1, 0)], "t-2"),
+        ([("t", 3, 0), ("t-3", 1, 0)], None),
+        ([("t", 1, 4), ("t-partition-3", 1, 0)], "t-partition-3"),
+        ([("t", 1, 4), ("t-partition", 5, 0)], "t-partition-0"),
+        ([("t", 1, 4), ("t-partition", 5, 2)], None),
+        ([("t", 20, 0), ("t-1", 3, 0)], None),  # t-1-0 is not t-10
+        ([("t", 20, 2), ("t-1", 1, 2)], "t-1-partition-0"),
+        ([("t", 2, 0), ("t", 1, 0)], None),
+        ([("t", 2, 0), ("t", 5, 0)], "t-0"),
+        ([("t", 11, 0), ("t-01", 1, 0)], None),  # numbers have no leading zero
+    ],
+)
+def test_clashing_names_are_found_from_one_name_each(
+    tables: list[tuple[str, int, int]], clash: str | None
+) -> None:
+    specs = [TopicSpec(name=n, count=c, partitions=p) for n, c, p in tables]
+    every = [set(spec.topic_names()) for spec in specs]
+    assert (every[0] & every[1]) == ({clash} if clash else set()) or clash in every[0] & every[1]
+    assert specs[1].names.common(specs[0].names) == clash
+
+
 def test_topic_names_of_a_group() -> None:
     assert TopicSpec(name="d", count=3).topic_names() == ["d-0", "d-1", "d-2"]
     assert TopicSpec(name="d").topic_names() == ["d"]

@@ -26,8 +26,9 @@ from pydantic.fields import FieldInfo
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource
 
 from brokerlab.errors import Origin, PluginError, ProfileError, did_you_mean
+from brokerlab.inputs import input_file_problem
 from brokerlab.profiles.properties import PropertyLine, read_properties
-from brokerlab.profiles.ready import ready_profile, ready_profiles
+from brokerlab.profiles.ready import ready_profile, ready_profile_beside, ready_profiles
 from brokerlab.records import JAVA_INT, JavaType, SettingsRecord
 
 __all__ = [
@@ -342,8 +343,8 @@ def _file_layers(path: Path) -> list[_Layer]:
             for item in (part.strip() for part in include.value.split(",")):
                 if item:
                     child = Path(os.path.normpath(shown.parent / item))
-                    if not child.exists():  # a ready profile by name: sim.include=pulsar-4.2
-                        child = ready_profile(item) or child
+                    # A ready profile by name (sim.include=pulsar-4.2) where no such file is.
+                    child = ready_profile_beside(child, item)
                     _check_include(child, include, here)
                     visit(child, here)
         layers.append(_Layer("file", {line.key: (line.value, line.origin) for line in lines}))
@@ -356,10 +357,7 @@ def _check_include(
     child: Path, include: PropertyLine, stack: tuple[tuple[Path, Origin], ...]
 ) -> None:
     real = child.resolve()
-    allowed = (
-        "a comma-separated list of profile paths, relative to the including file, or ready "
-        "profile names (brokerlab profile list)"
-    )
+    allowed = "comma-separated profile paths (relative to this file) or ready profile names"
     for index, (seen, _) in enumerate(stack):
         if seen == real:
             chain = " -> ".join([*(str(origin) for _, origin in stack[index:]), str(child)])
@@ -369,10 +367,10 @@ def _check_include(
                 key=INCLUDE_KEY,
                 value=include.value,
             )
-    if not child.is_file():
-        what = "a directory, not a profile file" if child.is_dir() else "a file that does not exist"
+    problem = input_file_problem(child, "profile file")
+    if problem is not None:
         raise ProfileError(
-            f"names {what}: {child}",
+            f"names {str(child)!r}, which {problem}",
             origin=include.origin,
             key=INCLUDE_KEY,
             value=include.value,

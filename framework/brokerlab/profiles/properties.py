@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from brokerlab.errors import Origin, ProfileError
+from brokerlab.inputs import InputFileError, read_input_file
 
 __all__ = [
     "PropertyLine",
@@ -77,18 +78,15 @@ def parse_properties(text: str, source: str) -> list[PropertyLine]:
 def read_properties(path: Path) -> list[PropertyLine]:
     """Read and parse the UTF-8 properties file at ``path`` (a UTF-8 byte-order mark is accepted).
 
-    Raises :class:`ProfileError` naming the path when the file is missing, a directory or
-    unreadable, and naming the line when it is not valid UTF-8.
+    Raises :class:`ProfileError` naming the path when the file is missing, not a regular file (a
+    directory, a FIFO, a device) or unreadable, and naming the line when it is not valid UTF-8.
     """
     origin = Origin.file(path)
     try:
-        data = path.read_bytes()
-    except FileNotFoundError as exc:
-        raise ProfileError("profile file not found", origin=origin) from exc
-    except IsADirectoryError as exc:
-        raise ProfileError("is a directory, not a profile file", origin=origin) from exc
-    except OSError as exc:
-        raise ProfileError(f"cannot be read: {exc.strerror or exc}", origin=origin) from exc
+        data = read_input_file(path, "profile file")
+    except InputFileError as exc:
+        problem = "profile file not found" if exc.missing else exc.problem
+        raise ProfileError(problem, origin=origin) from None
     if data.startswith(_UTF8_BOM):
         data = data[len(_UTF8_BOM) :]
     try:

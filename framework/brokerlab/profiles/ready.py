@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-__all__ = ["ready_folder", "ready_profile", "ready_profiles"]
+__all__ = ["ready_folder", "ready_profile", "ready_profile_beside", "ready_profiles"]
 
 _HERE = Path(__file__).resolve()
 # reference.conf lists every key with its default: a template to copy from, not a profile to run.
@@ -42,6 +42,21 @@ def ready_profile(text: str | Path) -> Path | None:
     always wins.
     """
     name = str(text)
-    if Path(name).exists():
+    if len(name) > 255 or _exists(Path(name)):  # no ready profile has a longer name
         return None
     return ready_profiles().get(name.removesuffix(".conf"))
+
+
+def _exists(path: Path) -> bool:
+    try:
+        return path.exists()
+    except OSError:  # a name too long for the file system, say: no such file
+        return False
+
+
+def ready_profile_beside(path: Path, name: str) -> Path:
+    """``path`` (an include resolved beside its includer) unless no such file exists and
+    ``name`` is a ready profile's name; then that profile."""
+    if _exists(path):
+        return path
+    return ready_profile(name) or path

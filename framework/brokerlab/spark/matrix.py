@@ -76,6 +76,8 @@ class MatrixRequest:
     engine: str = "rdd"
     wave_size: int | None = None
     spark_conf: dict[str, str] = field(default_factory=dict)
+    note: str = ""
+    """Shown with the progress: the resource estimate of the largest cell."""
 
 
 class MatrixInterrupted(KeyboardInterrupt):
@@ -161,7 +163,7 @@ def run_matrix(
         log.write(f"resuming in {out}: {resumed} of {len(cells)} cells already finished\n")
     if todo:
         every = max(1, len(todo) // 10)  # about ten lines in a log, one per wave
-        progress = MatrixProgress(log, len(cells), resumed, line_every=every)
+        progress = MatrixProgress(log, len(cells), resumed, line_every=every, note=request.note)
         try:
             _run_on_spark(request, host, todo, store, progress)
         except KeyboardInterrupt as exc:

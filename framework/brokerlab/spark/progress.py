@@ -16,8 +16,17 @@ __all__ = ["MatrixProgress"]
 class MatrixProgress:
     """Counts finished cells (monotonically) out of ``total``; ``resumed`` were done before."""
 
-    def __init__(self, stream: TextIO, total: int, resumed: int = 0, line_every: int = 1) -> None:
+    def __init__(
+        self,
+        stream: TextIO,
+        total: int,
+        resumed: int = 0,
+        line_every: int = 1,
+        *,
+        note: str = "",
+    ) -> None:
         self.stream = stream
+        self.note = note  # the resource estimate, shown with the bar
         self.total = total
         self.resumed = resumed
         self.done = resumed
@@ -51,7 +60,8 @@ class MatrixProgress:
         fraction = self.done / self.total if self.total else 1.0
         bar = "#" * int(fraction * 30) + "." * (30 - int(fraction * 30))
         eta = "--" if left != left else f"{left:.0f}s"  # NaN until the first cell is done
-        return f"cells [{bar}] {self.done}/{self.total}  {elapsed:.0f}s elapsed, ~{eta} left"
+        note = f"  ({self.note})" if self.note else ""
+        return f"cells [{bar}] {self.done}/{self.total}  {elapsed:.0f}s elapsed, ~{eta} left{note}"
 
     def close(self) -> None:
         """End the bar's line."""

@@ -29,8 +29,15 @@ from pydantic.fields import FieldInfo
 from pydantic_core import ErrorDetails
 
 from brokerlab.errors import Origin, PluginError, WorkloadError, did_you_mean
+from brokerlab.inputs import InputFileError, read_input_file
 from brokerlab.records import WorkloadRecord
-from brokerlab.workloads.model import SubscriptionSpec, TopicSpec, WorkloadDocument, WorkloadSpec
+from brokerlab.workloads.model import (
+    Bound,
+    SubscriptionSpec,
+    TopicSpec,
+    WorkloadDocument,
+    WorkloadSpec,
+)
 
 Models = Mapping[str, type[WorkloadDocument]]
 """Simulator name -> the model of its workload documents."""
@@ -117,14 +124,11 @@ def load_workload_file(
 ) -> WorkloadDocument:
     """Read and validate a workload file; every failure is a :class:`WorkloadError` naming it."""
     file = Path(path)
-    if not file.exists():
-        raise WorkloadError("no such workload file", origin=Origin.file(file))
-    if file.is_dir():
-        raise WorkloadError("is a directory, not a workload file", origin=Origin.file(file))
     try:
-        raw = file.read_bytes()
-    except OSError as exc:
-        raise WorkloadError(f"cannot be read: {exc.strerror}", origin=Origin.file(file)) from None
+        raw = read_input_file(file, "workload file")
+    except InputFileError as exc:
+        problem = "no such workload file" if exc.missing else exc.problem
+        raise WorkloadError(problem, origin=Origin.file(file)) from None
     try:
         text = raw.decode("utf-8-sig")  # tolerate a BOM that some editors write
     except UnicodeDecodeError as exc:
@@ -142,7 +146,8 @@ def resolve_workload(
     """A workload named on the command line: an existing file or directory or a ``*.toml`` path is
     loaded as a file (so a missing ``.toml`` is reported as a missing file, and a directory as
     one); anything else is a record name or alias."""
-    if name_or_path.endswith(".toml") or Path(name_or_path).exists():
+    # os.path: pathlib raises on a name too long to be a path, which is then simply no file.
+    if name_or_path.endswith(".toml") or os.path.lexists(name_or_path):
         return load_workload_file(name_or_path, models)
     record = records.get(name_or_path)
     if record is None:
@@ -520,7 +525,8 @@ def _describe(
     if kind == "literal_error":
         problem = "is not one of the allowed values"
     elif kind in _RANGE_ERRORS:
-        problem = "is out of range"
+        why = _bound_reason(field) if kind.startswith("less") and field is not None else None
+        problem = "is out of range" + (f": {why}" if why else "")
     elif kind == "too_short":
         least = error.get("ctx", {}).get("min_length", 1)
         problem = "must not be empty" if least == 1 else f"must hold at least {least} entries"
@@ -568,6 +574,20 @@ def _nested_model(annotation: Any) -> type[BaseModel] | None:
         found = _nested_model(arg)
         if found is not None:
             return found
+    return None
+
+
+def _bound_reason(field: FieldInfo) -> str | None:
+    """Why the field has its upper bound (its :class:`Bound` metadata), if it says."""
+    pending: list[Any] = [*field.metadata, field.annotation]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, Bound):
+            return item.why
+        if isinstance(item, FieldInfo):
+            pending.extend(item.metadata)
+        elif get_origin(item) is not None:
+            pending.extend(get_args(item))
     return None
 
 

@@ -25,8 +25,9 @@ Times are seconds of simulated time from the start of the run; rates are per sec
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
-from itertools import pairwise
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from itertools import islice, pairwise
 from typing import Annotated, Any, Literal
 
 from pydantic import (
@@ -44,6 +45,7 @@ from pydantic import (
 from brokerlab.metrics import METRICS
 
 __all__ = [
+    "Bound",
     "ClusterSpec",
     "ConsumerSpec",
     "DelaySpec",
@@ -70,6 +72,74 @@ MAX_BACKLOG = 10_000_000
 MAX_BROKERS = 64
 MAX_PARTITIONS = 10_000
 
+
+@dataclass(frozen=True)
+class Bound:
+    """Why a count or size has the upper bound it has: ``Annotated`` metadata that the loader
+    adds to its "out of range" error (no realistic broker goes beyond these)."""
+
+    why: str
+
+
+# Counts and sizes no realistic broker goes beyond; each simulated one costs memory and time.
+MAX_TOPICS = 1_000_000
+MAX_SUBSCRIPTIONS = 10_000
+MAX_CONSUMERS = 10_000
+MAX_PRODUCERS = 10_000
+MAX_BATCH_SIZE = 100_000
+MAX_MESSAGE_BYTES = 2**31 - 1 - 10 * 1024
+MAX_SKEW = 10.0
+
+_TOPICS_WHY = Bound(
+    f"a Pulsar cluster serves at most about a million topics, and each simulated topic (each "
+    f"partition) is a managed ledger with its cache and cursors: at most {MAX_TOPICS:,} in all"
+)
+TopicCount = Annotated[int, Field(ge=1, le=MAX_TOPICS), _TOPICS_WHY]
+SubscriptionCount = Annotated[
+    int,
+    Field(ge=1, le=MAX_SUBSCRIPTIONS),
+    Bound(
+        "each subscription is a cursor with its own ack state and dispatcher; Pulsar topics "
+        "have tens, exceptionally thousands"
+    ),
+]
+ConsumerCount = Annotated[
+    int,
+    Field(ge=1, le=MAX_CONSUMERS),
+    Bound("each consumer is a connection the dispatcher serves; subscriptions have a handful"),
+]
+ProducerCount = Annotated[
+    int,
+    Field(ge=1, le=MAX_PRODUCERS),
+    Bound("each producer is a connection with its own sequence ids and pending sends"),
+]
+BatchSize = Annotated[
+    int,
+    Field(ge=1, le=MAX_BATCH_SIZE),
+    Bound(
+        "a batch is one entry, acknowledged index by index (a bitset of batch_size bits per "
+        "entry); the Java client sends at most 1,000 messages per batch by default"
+    ),
+]
+MessageBytes = Annotated[
+    int,
+    Field(ge=1, le=MAX_MESSAGE_BYTES),
+    Bound("a message frame must fit a Java int: Pulsar's largest maxMessageSize"),
+]
+MedianBytes = Annotated[
+    float,
+    Field(gt=0, le=MAX_MESSAGE_BYTES),
+    Bound("a message frame must fit a Java int: Pulsar's largest maxMessageSize"),
+]
+Skew = Annotated[
+    float,
+    Field(ge=0, le=MAX_SKEW),
+    Bound(
+        "at skew 10 the most popular key already has 99.9% of the messages; beyond it the "
+        "key weights underflow"
+    ),
+]
+
 Seconds = Annotated[float, Field(ge=0, le=MAX_SECONDS)]
 Millis = Annotated[int, Field(ge=0, le=MAX_SECONDS * 1000)]
 Rate = Annotated[float, Field(ge=0, le=MAX_RATE)]
@@ -82,27 +152,94 @@ def _numbered(name: str, count: int) -> list[str]:
     return [f"{name}-{i}" for i in range(count)]
 
 
-def _check_unique(tables: Iterable[tuple[str, list[str]]], thing: str, table: str) -> None:
-    """Raise if a table's numbered names repeat an earlier table's.
+@dataclass(frozen=True)
+class Names:
+    """The names a table makes, without building them: ``base``, or ``base-0`` .. when
+    ``count`` > 1, each followed by ``-partition-0`` .. when ``partitions`` > 0.
 
-    ``tables`` holds each table's ``name`` and the names it makes. Topics, and subscriptions
-    within a topic, are known by name (the cache, the cursors, the random streams): two with one
-    name would silently share them.
+    Validation must not allocate in proportion to a count (a workload of 10^9 topics grew until
+    the kernel killed it): membership is parsed, and clashes are found from one name each.
     """
-    seen: set[str] = set()
-    for name, names in tables:
-        clash = next((n for n in names if n in seen), None)
-        if clash == name:
-            raise ValueError(
-                f"an earlier {table} table already has a {thing} named {clash!r}; "
-                "give each table its own name"
-            )
-        if clash is not None:
-            raise ValueError(
-                f"name {name!r} makes {thing} {clash!r}, which an earlier {table} "
-                "table already has; give each table its own name"
-            )
-        seen.update(names)
+
+    base: str
+    count: int
+    partitions: int = 0
+
+    @property
+    def first(self) -> str:
+        """The name with every number 0: in every table that makes a name of the same shape."""
+        return (
+            self.base
+            + ("-0" if self.count > 1 else "")
+            + ("-partition-0" if self.partitions else "")
+        )
+
+    def __contains__(self, name: object) -> bool:
+        if not isinstance(name, str) or not name.startswith(self.base):
+            return False
+        rest = name[len(self.base) :]
+        if self.partitions:
+            rest, marker, k = rest.rpartition("-partition-")
+            if not marker or not _index_below(k, self.partitions):
+                return False
+        if self.count == 1:
+            return rest == ""
+        return rest.startswith("-") and _index_below(rest[1:], self.count)
+
+    def __iter__(self) -> Iterator[str]:
+        """The names in order, one at a time."""
+        for name in _numbered(self.base, 1) if self.count == 1 else _lazy(self.base, self.count):
+            if not self.partitions:
+                yield name
+            else:
+                yield from (f"{name}-partition-{k}" for k in range(self.partitions))
+
+    def __len__(self) -> int:
+        return self.count * max(1, self.partitions)
+
+    def common(self, other: Names) -> str | None:
+        """A name both make, or ``None``.
+
+        A common name starts with both bases, so one base starts the other. The rest of it is
+        the longer-base table's own suffix: the same shape for every name of that table, whose
+        numbers only have upper bounds, so its first name is common whenever any name is.
+        """
+        longer, shorter = (other, self) if len(other.base) >= len(self.base) else (self, other)
+        candidate = longer.first
+        return candidate if candidate in shorter else None
+
+
+def _lazy(base: str, count: int) -> Iterator[str]:
+    return (f"{base}-{i}" for i in range(count))
+
+
+def _index_below(text: str, bound: int) -> bool:
+    """Whether ``text`` is a number as the names spell it (no sign, no leading zero) below
+    ``bound``."""
+    if not text.isascii() or not text.isdigit() or (len(text) > 1 and text[0] == "0"):
+        return False
+    return len(text) <= len(str(bound)) and int(text) < bound
+
+
+def _check_unique(tables: Sequence[Names], thing: str, table: str) -> None:
+    """Raise if a table makes a name an earlier table makes too.
+
+    Topics, and subscriptions within a topic, are known by name (the cache, the cursors, the
+    random streams): two with one name would silently share them.
+    """
+    for index, names in enumerate(tables):
+        for earlier in tables[:index]:
+            clash = names.common(earlier)
+            if clash == names.base:
+                raise ValueError(
+                    f"an earlier {table} table already has a {thing} named {clash!r}; "
+                    "give each table its own name"
+                )
+            if clash is not None:
+                raise ValueError(
+                    f"name {names.base!r} makes {thing} {clash!r}, which an earlier {table} "
+                    "table already has; give each table its own name"
+                )
 
 
 class _Strict(BaseModel):
@@ -141,10 +278,10 @@ class SizeSpec(_Strict):
     (median and sigma of the underlying normal), clipped to [min, max]."""
 
     kind: Literal["fixed", "uniform", "lognormal"] = "fixed"
-    value: Annotated[int, Field(ge=1)] = 1024
-    min: Annotated[int, Field(ge=1)] = 1
-    max: Annotated[int, Field(ge=1)] = 5 * 1024 * 1024
-    median: Annotated[float, Field(gt=0)] = 1024.0
+    value: MessageBytes = 1024
+    min: MessageBytes = 1
+    max: MessageBytes = 5 * 1024 * 1024
+    median: MedianBytes = 1024.0
     sigma: Annotated[float, Field(ge=0)] = 0.5
 
     @model_validator(mode="after")
@@ -292,7 +429,7 @@ class KeySpec(_Strict):
     """Message keys: ``count`` distinct keys drawn with Zipf-like ``skew`` (0 = uniform)."""
 
     count: Annotated[int, Field(ge=1, le=MAX_KEYS)] = 100
-    skew: Annotated[float, Field(ge=0)] = 0.0
+    skew: Skew = 0.0
 
 
 class DelaySpec(_Strict):
@@ -328,7 +465,7 @@ class ConsumerSpec(_Strict):
     """
 
     name: str = "consumer"
-    count: Annotated[int, Field(ge=1)] = 1
+    count: ConsumerCount = 1
     rate: Rate = 0.0
     receiver_queue_size: Annotated[int, Field(ge=1)] = 1000
     ack: Literal["individual", "cumulative"] = "individual"
@@ -359,7 +496,7 @@ class SubscriptionSpec(_Strict):
     """``count`` identical subscriptions (named ``name``, or ``name-0``.. when count > 1)."""
 
     name: str = "sub"
-    count: Annotated[int, Field(ge=1)] = 1
+    count: SubscriptionCount = 1
     type: SubscriptionType = "Exclusive"
     initial_position: Literal["earliest", "latest"] = "latest"
     consumers: tuple[ConsumerSpec, ...] = (ConsumerSpec(),)
@@ -367,6 +504,11 @@ class SubscriptionSpec(_Strict):
     def subscription_names(self) -> list[str]:
         """The names of the ``count`` subscriptions, numbered as topics are."""
         return _numbered(self.name, self.count)
+
+    @property
+    def names(self) -> Names:
+        """The names it makes, not built."""
+        return Names(self.name, self.count)
 
     @model_validator(mode="after")
     def _cumulative_needs_single_consumer(self) -> SubscriptionSpec:
@@ -399,12 +541,12 @@ class TopicSpec(_Strict):
     """
 
     name: str = "topic"
-    count: Annotated[int, Field(ge=1)] = 1
+    count: TopicCount = 1
     rate: Rate = 100.0
     arrival: Literal["constant", "poisson"] = "poisson"
     message_size: SizeSpec = SizeSpec()
-    batch_size: Annotated[int, Field(ge=1)] = 1
-    producers: Annotated[int, Field(ge=1)] = 1
+    batch_size: BatchSize = 1
+    producers: ProducerCount = 1
     keys: KeySpec | None = None
     delays: tuple[DelaySpec, ...] = ()
     backlog: Annotated[int, Field(ge=0, le=MAX_BACKLOG)] = 0
@@ -421,6 +563,11 @@ class TopicSpec(_Strict):
         if not self.partitions:
             return names
         return [f"{name}-partition-{k}" for name in names for k in range(self.partitions)]
+
+    @property
+    def names(self) -> Names:
+        """The names of its topics (partitions), not built."""
+        return Names(self.name, self.count, self.partitions)
 
     @property
     def topic_count(self) -> int:
@@ -467,9 +614,7 @@ class TopicSpec(_Strict):
     @model_validator(mode="after")
     def _subscription_names_unique(self) -> TopicSpec:
         _check_unique(
-            ((s.name, s.subscription_names()) for s in self.subscriptions),
-            "subscription",
-            "[[topics.subscriptions]]",
+            [s.names for s in self.subscriptions], "subscription", "[[topics.subscriptions]]"
         )
         return self
 
@@ -594,7 +739,17 @@ class WorkloadSpec(WorkloadDocument):
 
     @model_validator(mode="after")
     def _topic_names_unique(self) -> WorkloadSpec:
-        _check_unique(((t.name, t.topic_names()) for t in self.topics), "topic", "[[topics]]")
+        _check_unique([t.names for t in self.topics], "topic", "[[topics]]")
+        return self
+
+    @model_validator(mode="after")
+    def _topics_bounded(self) -> WorkloadSpec:
+        total = sum(t.topic_count for t in self.topics)
+        if total > MAX_TOPICS:
+            raise ValueError(
+                f"the [[topics]] tables make {total:,} topics (count x partitions); "
+                f"{_TOPICS_WHY.why}"
+            )
         return self
 
     @model_validator(mode="after")
@@ -639,13 +794,13 @@ class WorkloadSpec(WorkloadDocument):
     def _unloaded_topics_exist(self) -> WorkloadSpec:
         named = [event for event in self.events if event.topic is not None]
         if not named:
-            return self  # no topic names to build (a workload may have millions of topics)
-        names = {name for t in self.topics for name in t.topic_names()}
+            return self
         for event in named:
-            if event.topic not in names:
-                some = sorted(names)
-                known = ", ".join(some[:5]) + (
-                    f", ... ({len(some)} topics)" if len(some) > 5 else ""
+            if not any(event.topic in t.names for t in self.topics):
+                every = (name for t in self.topics for name in t.names)
+                total = sum(t.topic_count for t in self.topics)
+                known = ", ".join(islice(every, 5)) + (
+                    f", ... ({total} topics)" if total > 5 else ""
                 )
                 raise ValueError(
                     f"the unload event at {event.at_s:g} s names topic {event.topic!r}, which is "

@@ -32,5 +32,6 @@ def brokerlab_settings() -> Iterator[SettingsRecord]:
     yield SettingsRecord(
         namespace="legacyDelayed",
         model=LegacyDelayedSettings,
+        read_by=(("delayed_delivery", "in-memory"),),
         description="Legacy delayed-delivery tracker",
     )

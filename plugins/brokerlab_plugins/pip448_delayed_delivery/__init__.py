@@ -34,5 +34,6 @@ def brokerlab_settings() -> Iterator[SettingsRecord]:
     yield SettingsRecord(
         namespace="pip448",
         model=Pip448Settings,
+        read_by=(("delayed_delivery", "topic-level"),),
         description="PIP-448 topic-level delayed-delivery tracker",
     )
