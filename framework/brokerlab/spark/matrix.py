@@ -21,7 +21,8 @@ from brokerlab._api import load_profile
 from brokerlab.errors import ProfileError
 from brokerlab.files import unwritable_folder_reason
 from brokerlab.host import PluginHost
-from brokerlab.spark.cells import Cell, build_cells, parse_sweeps
+from brokerlab.spark.applicability import key_owners, keys_not_applied
+from brokerlab.spark.cells import Cell, build_cells, parse_sweeps, profile_labels
 from brokerlab.spark.executor import HostConfig
 from brokerlab.spark.progress import MatrixProgress
 from brokerlab.spark.results import ResultStore, write_profile_order, write_summary
@@ -36,6 +37,7 @@ __all__ = [
     "ready_profiles",
     "run_matrix",
     "showcase_scale",
+    "sweep_keys_not_applied",
 ]
 
 SHOWCASE_SEEDS = 3
@@ -143,6 +145,21 @@ def plan(request: MatrixRequest, host: PluginHost) -> list[Cell]:
     )
 
 
+def sweep_keys_not_applied(request: MatrixRequest, host: PluginHost) -> dict[str, dict[str, str]]:
+    """Profile label -> the ``--set`` keys it does not read -> why (it ran once for them)."""
+    sweeps = {s.key: s.values for s in parse_sweeps(request.sweeps)}
+    if not sweeps:
+        return {}
+    profiles = [load_profile(path, host=host) for path in request.profiles]
+    labels = profile_labels([str(p.path) if p.path else None for p in profiles])
+    owners = key_owners(host)
+    found = {
+        label: keys_not_applied(profile, label, sweeps, host, owners)
+        for label, profile in zip(labels, profiles, strict=True)
+    }
+    return {label: keys for label, keys in found.items() if keys}
+
+
 def run_matrix(
     request: MatrixRequest, host: PluginHost, log: TextIO | None = None
 ) -> MatrixOutcome:
@@ -153,7 +170,8 @@ def run_matrix(
     out = request.out or default_out()
     check_out(out)  # before Spark: results are written there from the first wave on
     store = ResultStore(out)
-    write_profile_order(out, list(dict.fromkeys(cell.profile for cell in cells)))
+    order = list(dict.fromkeys(cell.profile for cell in cells))
+    write_profile_order(out, order, sweep_keys_not_applied(request, host))
     done = store.finished()
     todo = [cell for cell in cells if cell.cell_id not in done]
     resumed = len(cells) - len(todo)
