@@ -563,7 +563,13 @@ def _cmd_matrix(args: argparse.Namespace, host: PluginHost, out: TextIO) -> int:
     import os
 
     from brokerlab.report import build_report
-    from brokerlab.spark import MatrixRequest, ready_profiles, run_matrix, showcase_scale
+    from brokerlab.spark import (
+        MatrixRequest,
+        ready_profiles,
+        run_matrix,
+        showcase_focus,
+        showcase_scale,
+    )
 
     showcase = not (args.profiles or args.workloads or args.sweeps)
     profiles = args.profiles or [str(p) for p in ready_profiles(_profiles_folder())]
@@ -584,11 +590,13 @@ def _cmd_matrix(args: argparse.Namespace, host: PluginHost, out: TextIO) -> int:
         if not separator or not key.strip():
             raise ProfileError("is not of the form key=value", key="--conf", value=item)
         conf[key.strip()] = value
+    # The showcase adds its focused comparisons: ack-state limits lowered so that they bind.
+    also = showcase_focus(_profiles_folder(), args.seeds, scale) if showcase else ()
     if showcase:
         sys.stderr.write(
             f"showcase: {len(profiles)} profiles x {len(workloads)} workloads (each profile with "
             f"the workloads of its simulator) x {args.seeds} seeds, scaled by {scale} "
-            "(--scale)\n"
+            f"(--scale), and {len(also)} profiles with a limit lowered to bind\n"
         )
     request = MatrixRequest(
         profiles=profiles,
@@ -601,6 +609,7 @@ def _cmd_matrix(args: argparse.Namespace, host: PluginHost, out: TextIO) -> int:
         modules=args.modules,
         engine=args.engine,
         spark_conf=conf,
+        also=also,
     )
     _check_baseline(args.baseline, profiles)
     outcome = run_matrix(request, host, sys.stderr)
