@@ -573,6 +573,8 @@ def _cmd_matrix(args: argparse.Namespace, host: PluginHost, out: TextIO) -> int:
 
     showcase = not (args.profiles or args.workloads or args.sweeps)
     profiles = args.profiles or [str(p) for p in ready_profiles(_profiles_folder())]
+    if showcase:  # the first profile is the verdicts' baseline: the release before the features
+        profiles.sort(key=lambda path: Path(path).name != SHOWCASE_BASELINE)
     if not profiles:
         raise ProfileError("has no ready profiles (*.conf); give --profile FILE", value="profiles/")
     workloads = args.workloads or [reg.record.name for reg in host.records("workload")]
@@ -632,6 +634,11 @@ def _cmd_matrix(args: argparse.Namespace, host: PluginHost, out: TextIO) -> int:
             sys.stderr.write(f"  {label}\n")
         return EXIT_CELLS_FAILED
     return EXIT_OK
+
+
+SHOWCASE_BASELINE = "pulsar-4.0-legacy.conf"
+"""The showcase compares every configuration with Pulsar 4.0 (legacy entry cache, legacy delayed
+delivery tracker, range-count ack state); a Kafka workload with its first profile, size-only."""
 
 
 def _profiles_folder() -> Path:
