@@ -186,7 +186,7 @@ def sweep_panels(
     figure, axes = plt.subplots(
         rows,
         columns,
-        figsize=(4.4 * columns, 3.3 * rows + 0.9),
+        figsize=(max(4.4 * columns, 8.0), 3.3 * rows + 0.9),  # one panel: room for the legend
         squeeze=False,
         layout="constrained",
     )
@@ -255,7 +255,7 @@ def sweep_panels(
             list(handles.values()),
             list(handles),
             loc="outside lower center",
-            ncols=min(2, len(handles)),
+            ncols=1 if max(len(label) for label in handles) > 45 else min(2, len(handles)),
             fontsize=7,
         )
     what = "miss-ratio curve" if miss_ratio else metric
