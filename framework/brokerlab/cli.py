@@ -31,7 +31,7 @@ from brokerlab.profiles import Profile, render_reference
 from brokerlab.profiles.loader import property_text
 from brokerlab.profiles.model import SECTIONS, field_for_key
 from brokerlab.profiles.readers import unread_keys
-from brokerlab.profiles.ready import ready_profiles
+from brokerlab.profiles.ready import ready_folder, ready_profiles
 from brokerlab.profiles.reference import render_reference_markdown
 from brokerlab.records import SimulatorRecord
 from brokerlab.simulation import load_workload, profile_simulators, simulate
@@ -648,10 +648,18 @@ def _cmd_matrix(args: argparse.Namespace, host: PluginHost, out: TextIO) -> int:
     import os
 
     from brokerlab.report import build_report
-    from brokerlab.spark import MatrixRequest, ready_profiles, run_matrix, showcase_scale
+    from brokerlab.spark import (
+        MatrixRequest,
+        ready_profiles,
+        run_matrix,
+        showcase_focus,
+        showcase_scale,
+    )
 
     showcase = not (args.profiles or args.workloads or args.sweeps)
     profiles = args.profiles or [str(p) for p in ready_profiles(_profiles_folder())]
+    if showcase:  # the first profile is the verdicts' baseline: the release before the features
+        profiles.sort(key=lambda path: Path(path).name != SHOWCASE_BASELINE)
     if not profiles:
         raise ProfileError("has no ready profiles (*.conf); give --profile FILE", value="profiles/")
     workloads = args.workloads or [reg.record.name for reg in host.records("workload")]
@@ -669,11 +677,13 @@ def _cmd_matrix(args: argparse.Namespace, host: PluginHost, out: TextIO) -> int:
         if not separator or not key.strip():
             raise ProfileError("is not of the form key=value", key="--conf", value=item)
         conf[key.strip()] = value
+    # The showcase adds its focused comparisons: ack-state limits lowered so that they bind.
+    also = showcase_focus(_profiles_folder(), args.seeds, scale) if showcase else ()
     if showcase:
         sys.stderr.write(
             f"showcase: {len(profiles)} profiles x {len(workloads)} workloads (each profile with "
             f"the workloads of its simulator) x {args.seeds} seeds, scaled by {scale} "
-            "(--scale)\n"
+            f"(--scale), and {len(also)} profiles with a limit lowered to bind\n"
         )
     request = MatrixRequest(
         profiles=profiles,
@@ -686,6 +696,7 @@ def _cmd_matrix(args: argparse.Namespace, host: PluginHost, out: TextIO) -> int:
         modules=args.modules,
         engine=args.engine,
         spark_conf=conf,
+        also=also,
     )
     _check_baseline(args.baseline, profiles)
     _check_matrix_keys(profiles, args.sweeps, workloads, host)
@@ -752,12 +763,19 @@ def _largest_cell(
     return f"largest cell, {largest[1]}: {largest[2].line().removeprefix('estimate: ')}"
 
 
+SHOWCASE_BASELINE = "pulsar-4.0-legacy.conf"
+"""The showcase compares every configuration with Pulsar 4.0 (legacy entry cache, legacy delayed
+delivery tracker, range-count ack state); a Kafka workload with its first profile, size-only."""
+
+
 def _profiles_folder() -> Path:
-    """``profiles/`` of the working directory, else of the source checkout brokerlab runs from."""
-    here = Path("profiles")
-    if here.is_dir():
-        return here
-    return Path(__file__).resolve().parents[2] / "profiles"
+    """The ready profiles: installed with the package, else the source checkout's profiles/."""
+    folder = ready_folder()
+    if folder is None:
+        raise ProfileError(
+            "no ready profiles found beside this brokerlab", key="--profile", value=""
+        )
+    return folder
 
 
 def _cmd_report(args: argparse.Namespace, host: PluginHost, out: TextIO) -> int:

@@ -389,3 +389,93 @@ def test_a_workload_may_declare_its_headline() -> None:
         one["headline"] = "delayed_index_bytes"
     [verdict] = verdicts(frame(rows))
     assert verdict.metric == "delayed_index_bytes" and verdict.best.label == "b"
+
+
+# ---- sweeps ---------------------------------------------------------------------------------
+
+SIZE, TTL = "managedLedgerCacheSizeMB", "managedLedgerCacheEvictionTimeThresholdMillis"
+# Hit ratio by profile, TTL and cache size: pip430 levels off at 256 MB with a long TTL (0.905
+# is within a point of 0.912), at 1024 MB with a short one; legacy keeps gaining.
+HITS = {
+    ("pip430", "100"): {"64": 0.50, "256": 0.80, "1024": 0.85},
+    ("pip430", "10000"): {"64": 0.60, "256": 0.905, "1024": 0.912},
+    ("legacy", "100"): {"64": 0.40, "256": 0.50, "1024": 0.60},
+    ("legacy", "10000"): {"64": 0.45, "256": 0.55, "1024": 0.70},
+}
+
+
+def two_key_sweep() -> list[dict[str, object]]:
+    return [
+        row(profile, seed, overrides={SIZE: size, TTL: ttl},
+            plugins=PIP430 if profile == "pip430" else LEGACY,
+            cache_hit_ratio=hit + 0.001 * seed, storage_entries_read=1000 * (1 - hit) + seed,
+            cache_peak_bytes=64.0 * MIB, cache_evictions_size=10.0)
+        for (profile, ttl), by_size in HITS.items()
+        for size, hit in by_size.items()
+        for seed in range(3)
+    ]  # fmt: skip
+
+
+def test_a_two_key_sweep_ranks_every_combination_and_finds_each_knee() -> None:
+    [verdict] = verdicts(frame(two_key_sweep()), profiles=["legacy", "pip430"])
+    assert len(verdict.standings) == 12  # 2 profiles x 3 sizes x 2 TTLs: one configuration each
+    assert verdict.best.label == f"pip430 [{SIZE}=1024, {TTL}=10000]"
+    assert verdict.baseline == f"legacy [{SIZE}=64, {TTL}=100]"  # the first in sweep order
+    [note] = verdict.sweep_notes  # the size key's knees; the TTL is no size
+    assert note.startswith(f"{SIZE}: the smallest value within 1 point of the best cache_hit_ratio")
+    # One knee per profile and value of the other key, each in its own series.
+    assert f"pip430 [{TTL}=10000] 256 (0.906; best 0.913 at 1024)" in note
+    assert f"pip430 [{TTL}=100] 1024 (the best, 0.851)" in note
+    assert f"legacy [{TTL}=100] 1024" in note and f"legacy [{TTL}=10000] 1024" in note
+    assert note in verdict.line()
+
+
+def test_a_key_that_applies_to_one_profile_only_is_said_so() -> None:
+    key = "sim.pip448.timerWheel"
+    reason = f"{key} is a setting of plugin pip448_delayed_delivery (topic-level), which legacy "
+    reason += "does not select"
+    rows = [
+        row("pip448", seed, overrides={key: wheel}, delayed_index_bytes=1000.0 + 10 * seed + n,
+            storage_entries_read=5.0)
+        for n, wheel in enumerate(("true", "false"))
+        for seed in range(2)
+    ] + [
+        row("legacy", seed, delayed_index_bytes=9000.0 + seed, storage_entries_read=5.0)
+        for seed in range(2)
+    ]  # fmt: skip
+    for one in rows:
+        one["headline"] = "delayed_index_bytes"
+    [verdict] = verdicts(
+        frame(rows), profiles=["legacy", "pip448"], not_applied={"legacy": {key: reason}}
+    )
+    # legacy ran once: one configuration, not one per value with identical results.
+    assert [s.label for s in verdict.standings] == [
+        f"pip448 [{key}=true]",
+        f"pip448 [{key}=false]",
+        "legacy",
+    ]
+    assert verdict.sweep_notes == (f"{reason}: the key did not apply, legacy ran once.",)
+    assert verdict.line().endswith(verdict.sweep_notes[0])
+    # Without the matrix's record (an older folder) nothing is claimed.
+    [older] = verdicts(frame(rows), profiles=["legacy", "pip448"])
+    assert older.sweep_notes == ()
+
+
+def test_a_two_key_size_sweep_draws_small_multiples_and_the_miss_ratio_curve(
+    tmp_path: Path,
+) -> None:
+    write_results(tmp_path, two_key_sweep())
+    write_profile_order(tmp_path, ["legacy", "pip430"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # matplotlib: "axes sizes collapsed to zero"
+        report = build_report(tmp_path)
+    page = report.path.read_text(encoding="utf-8")
+    for title in (f"against {SIZE}", f"miss-ratio curve against {SIZE}", f"against {TTL}"):
+        assert f"<h3>w: {title}</h3>" in page
+    from matplotlib.image import imread
+
+    # Two panels side by side (one per TTL), each as tall as a single one: not collapsed.
+    curve = imread(tmp_path / "plots" / f"w--miss-ratio_curve_against_{SIZE}.png")
+    single = imread(tmp_path / "plots" / f"w--against_{TTL}.png")  # three panels: one per size
+    assert curve.shape[1] > 700 and curve.shape[0] > 300
+    assert single.shape[1] > curve.shape[1]

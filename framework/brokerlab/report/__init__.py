@@ -7,16 +7,19 @@ the report at any time, and without Spark.
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
+import pandas as pd
+
 from brokerlab.errors import WorkloadError
+from brokerlab.report.sweeps import SIZE_KEYS, hit_ratio_metric, knees, sweep_values, swept_keys
 from brokerlab.report.verdicts import WorkloadVerdict, select_metrics, verdict_rows, verdicts
 from brokerlab.spark.results import (
     ResultStore,
     atomic_path,
+    read_not_applied,
     read_profile_order,
     summarize,
     write_summary,
@@ -34,15 +37,6 @@ class Report:
     verdicts: tuple[WorkloadVerdict, ...]
 
 
-def swept_keys(overrides: list[str]) -> list[str]:
-    """The ``--set`` keys that take more than one value across the rows."""
-    values: dict[str, set[str]] = {}
-    for text in overrides:
-        for key, value in json.loads(text or "{}").items():
-            values.setdefault(key, set()).add(value)
-    return [key for key, seen in values.items() if len(seen) > 1]
-
-
 def _file_name(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", text)
 
@@ -56,7 +50,7 @@ def build_report(out: Path, *, baseline: str | None = None) -> Report:
     """
     from brokerlab.report.configs import describe_configurations, ordered_labels
     from brokerlab.report.html import WorkloadSection, render  # matplotlib: only for a report
-    from brokerlab.report.plots import metric_bars, sweep_lines
+    from brokerlab.report.plots import metric_bars
 
     frame = ResultStore(out).load()
     if frame.empty:
@@ -64,7 +58,7 @@ def build_report(out: Path, *, baseline: str | None = None) -> Report:
             "holds no matrix results (expected results/workload=*/*.parquet)", value=str(out)
         )
     profiles = read_profile_order(out)
-    found = verdicts(frame, baseline=baseline, profiles=profiles)
+    found = verdicts(frame, baseline=baseline, profiles=profiles, not_applied=read_not_applied(out))
     write_summary(frame, out)
     with atomic_path(out / "verdicts.csv") as temporary:
         verdict_rows(found).to_csv(temporary, index=False)
@@ -87,10 +81,9 @@ def build_report(out: Path, *, baseline: str | None = None) -> Report:
         ranked = [label for label in order if label in labels]
         bars = metric_bars(part, name, selection.shown[:12], ranked)
         _write(plots / f"{_file_name(name)}.png", bars)
-        sweeps = {}
-        for key in keys:
-            sweeps[key] = sweep_lines(part, name, key, selection.shown[:6])
-            _write(plots / f"{_file_name(name)}--{_file_name(key)}.png", sweeps[key])
+        sweeps = _sweep_plots(rows, part, name, verdict.metric, keys)
+        for title, png in sweeps.items():
+            _write(plots / f"{_file_name(name)}--{_file_name(title)}.png", png)
         sections.append(WorkloadSection(verdict, selection, part, ranked, bars, sweeps))
     provenance = [
         "brokerlab " + ", ".join(sorted(set(frame["brokerlab_version"].dropna()))),
@@ -102,6 +95,29 @@ def build_report(out: Path, *, baseline: str | None = None) -> Report:
     with atomic_path(path) as temporary:
         temporary.write_text(page, encoding="utf-8")
     return Report(path, tuple(found))
+
+
+def _sweep_plots(
+    rows: pd.DataFrame, part: pd.DataFrame, workload: str, metric: str, keys: list[str]
+) -> dict[str, bytes]:
+    """Per key swept in this workload: the headline against it (small multiples over the other
+    keys); for a size key also the miss-ratio curve with its knees. Title -> PNG."""
+    from brokerlab.report.plots import sweep_panels
+
+    plots = {}
+    for key in keys:
+        values = {sweep_values(o).get(key) for o in rows["overrides"]} - {None}
+        if len(values) < 2:
+            continue  # not swept in this workload: the key did not apply to its profiles
+        others = [k for k in keys if k != key]
+        plots[f"against {key}"] = sweep_panels(part, workload, key, metric, others=others)
+        hit_ratio = hit_ratio_metric(rows)
+        if key in SIZE_KEYS and hit_ratio is not None:
+            marks = {knee.series: knee.size for knee in knees(rows, key, hit_ratio)}
+            plots[f"miss-ratio curve against {key}"] = sweep_panels(
+                part, workload, key, hit_ratio, others=others, miss_ratio=True, knees=marks
+            )
+    return plots
 
 
 def _write(path: Path, data: bytes) -> None:

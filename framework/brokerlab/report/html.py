@@ -47,6 +47,7 @@ class WorkloadSection:
     """Configuration labels in report order."""
     bars: bytes
     sweeps: Mapping[str, bytes]
+    """Heading (``against KEY``, ``miss-ratio curve against KEY``) -> PNG, in page order."""
 
 
 def _e(text: object) -> str:
@@ -170,9 +171,9 @@ def _section(section: WorkloadSection) -> list[str]:
             + _e(", ".join(selection.unchanged))
             + "</p>"
         )
-    for key, png in sorted(section.sweeps.items()):
-        parts.append(f"<h3>{_e(name)}: against {_e(key)}</h3>")
-        parts.append(_image(png, f"{name} against {key}"))
+    for title, png in section.sweeps.items():
+        parts.append(f"<h3>{_e(name)}: {_e(title)}</h3>")
+        parts.append(_image(png, f"{name}: {title}"))
     return parts
 
 

@@ -7,10 +7,10 @@ numbers on the axes use the report's formats (:mod:`brokerlab.report.numbers`).
 from __future__ import annotations
 
 import io
-import json
 import math
 import textwrap
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 import matplotlib
 
@@ -18,18 +18,20 @@ matplotlib.use("Agg")  # no display on servers and executors; must precede pyplo
 
 import matplotlib.pyplot as plt
 import pandas as pd
+from matplotlib.artist import Artist
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, MaxNLocator
 
 from brokerlab.report.configs import config_label, config_labels
 from brokerlab.report.numbers import format_metric, unit_header
+from brokerlab.report.sweeps import numeric_order, sweep_values
 
 __all__ = [
     "config_label",
     "config_labels",
     "metric_bars",
-    "sweep_lines",
+    "sweep_panels",
     "wrap_label",
 ]
 
@@ -110,52 +112,162 @@ def metric_bars(
     return _png(figure)
 
 
-def _as_number(text: str) -> float | None:
+def _panel_title(values: Sequence[tuple[str, str]]) -> str:
+    return "\n".join(wrap_label(f"{k}={v}", 48) for k, v in values)
+
+
+def _numeric(values: Sequence[str]) -> bool:
     try:
-        return float(text)
+        [float(v) for v in values]
     except ValueError:
-        return None
+        return False
+    return True
 
 
-def sweep_lines(summary: pd.DataFrame, workload: str, key: str, metrics: Sequence[str]) -> bytes:
-    """One panel per metric: the metric against the swept value of ``key``, a line per profile."""
-    data = summary.copy()
-    data["swept"] = [json.loads(o).get(key) for o in data["overrides"]]
-    data = data[data["swept"].notna()]
-    values = sorted(
-        set(data["swept"]), key=lambda v: (_as_number(v) is None, _as_number(v) or 0, v)
-    )
-    numeric = all(_as_number(v) is not None for v in values)
-    data["x"] = [float(v) if numeric else values.index(v) for v in data["swept"]]
-    data["series"] = config_labels(data, hide=[key])
-    columns = min(_COLUMNS, max(1, len(metrics)))
-    rows = math.ceil(len(metrics) / columns) if metrics else 1
+@dataclass(frozen=True)
+class _Line:
+    """One series of a sweep panel: its x values (the swept ones) and means with intervals."""
+
+    label: str
+    x: list[str]
+    y: list[float]
+    low: list[float]
+    high: list[float]
+    knee_at: str | None = None
+
+
+def sweep_panels(
+    summary: pd.DataFrame,
+    workload: str,
+    key: str,
+    metric: str,
+    *,
+    others: Sequence[str] = (),
+    miss_ratio: bool = False,
+    knees: Mapping[str, str] | None = None,
+) -> bytes:
+    """``metric`` against the swept values of ``key``: a line per profile with its 95% intervals,
+    one panel per combination of the values of the ``others`` swept keys (small multiples, each
+    with its own axes). ``miss_ratio`` draws 1 - ``metric`` (a hit ratio): the miss-ratio curve of
+    a size sweep; ``knees`` (series label with ``key`` hidden -> value) ring the point where a
+    series comes within a point of its best hit ratio. A profile ``key`` did not apply to ran once:
+    a dashed line across its panel."""
+    part = summary[summary["metric"] == metric]
+    sets = [sweep_values(o) for o in part["overrides"]]
+    series = config_labels(part, hide=[key, *others])
+    with_key = config_labels(part, hide=[key])
+    panels: dict[tuple[tuple[str, str], ...], dict[str, _Line]] = {}
+    once: list[tuple[dict[str, str], str, pd.Series]] = []  # ran once: key did not apply
+    for (_, row), values, label, knee_label in zip(
+        part.iterrows(), sets, series, with_key, strict=True
+    ):
+        if key not in values:
+            once.append((values, label, row))
+            continue
+        panel = tuple((k, values[k]) for k in others if k in values)
+        line = panels.setdefault(panel, {}).setdefault(
+            label, _Line(label, [], [], [], [], (knees or {}).get(knee_label))
+        )
+        mean, low, high = float(row["mean"]), float(row["ci95_low"]), float(row["ci95_high"])
+        if miss_ratio:
+            mean, low, high = 1 - mean, 1 - high, 1 - low
+        line.x.append(values[key])
+        line.y.append(mean)
+        line.low.append(mean if math.isnan(low) else low)
+        line.high.append(mean if math.isnan(high) else high)
+    xs = numeric_order(v for lines in panels.values() for line in lines.values() for v in line.x)
+    numeric = _numeric(xs)
+    positive = numeric and all(float(v) > 0 for v in xs)
+    log_x = positive and float(xs[-1]) / float(xs[0]) >= 10
+    keys = sorted(panels, key=_sort_key)
+    count = max(1, len(keys))
+    columns = min(_COLUMNS, count)
+    rows = math.ceil(count / columns)
     figure, axes = plt.subplots(
-        rows, columns, figsize=(4.2 * columns, 3.2 * rows), squeeze=False, layout="constrained"
+        rows,
+        columns,
+        figsize=(max(4.4 * columns, 8.0), 3.3 * rows + 0.9),  # one panel: room for the legend
+        squeeze=False,
+        layout="constrained",
     )
     flat = [ax for row in axes for ax in row]
-    for ax, metric in zip(flat, metrics, strict=False):
-        part = data[data["metric"] == metric]
-        for series, group in part.groupby("series", sort=True):
-            group = group.sort_values("x")
-            errors = [_half_width(r) for _, r in group.iterrows()]
-            ax.errorbar(
-                group["x"],
-                group["mean"],
-                yerr=errors,
-                marker="o",
-                capsize=3,
-                label=wrap_label(str(series)),
+    colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    order = list(dict.fromkeys(label for lines in panels.values() for label in lines))
+    order += [label for _, label, _ in once if label not in order]
+    colour = {label: colours[i % len(colours)] for i, label in enumerate(order)}
+    handles: dict[str, Artist] = {}
+    for ax, panel in zip(flat, keys, strict=False):
+        for label, line in panels[panel].items():
+            points = sorted(
+                zip(line.x, line.y, line.low, line.high, strict=True),
+                key=lambda point: xs.index(point[0]),
             )
-        if not numeric:
-            ax.set_xticks(range(len(values)), values, fontsize=7)
+            x = [float(p[0]) if numeric else xs.index(p[0]) for p in points]
+            y = [p[1] for p in points]
+            errors = [[p[1] - p[2] for p in points], [p[3] - p[1] for p in points]]
+            drawn = ax.errorbar(
+                x, y, yerr=errors, marker="o", capsize=3, color=colour[label], label=label
+            )
+            handles.setdefault(wrap_label(label, 60), drawn)
+            if line.knee_at is not None and line.knee_at in line.x:
+                at = line.x.index(line.knee_at)
+                knee_x = float(line.knee_at) if numeric else xs.index(line.knee_at)
+                ax.plot(
+                    [knee_x], [line.y[at]], marker="o", markersize=13, markerfacecolor="none",
+                    markeredgecolor=colour[label], markeredgewidth=2, linestyle="none",
+                )  # fmt: skip
+                ax.annotate(
+                    f"{line.knee_at}: within 1 point",
+                    (knee_x, line.y[at]),
+                    textcoords="offset points",
+                    xytext=(6, 8),
+                    fontsize=6,
+                    color=colour[label],
+                )
+        for values, label, row in once:
+            if any(values.get(k, v) != v for k, v in panel):
+                continue
+            mean = float(row["mean"])
+            mean = 1 - mean if miss_ratio else mean
+            shown = f"{label} (ran once: {key} did not apply)"
+            drawn = ax.axhline(mean, linestyle="--", linewidth=1.2, color=colour[label])
+            handles.setdefault(wrap_label(shown, 60), drawn)
+        if log_x:
+            ax.set_xscale("log")
+        if numeric:
+            ax.set_xticks([float(v) for v in xs], xs, fontsize=7)
+            ax.minorticks_off()
+        else:
+            ax.set_xticks(range(len(xs)), xs, fontsize=7)
         ax.set_xlabel(key, fontsize=7)
-        ax.set_title(_title(metric), fontsize=9)
+        ax.set_title(_panel_title(panel), fontsize=8)
         ax.tick_params(labelsize=7)
-        _format_axis(ax, metric, "y")
-    for ax in flat[len(metrics) :]:
+        if miss_ratio:
+            ax.set_ylabel(f"miss ratio (1 - {metric})", fontsize=7)
+            ax.yaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:.3g}"))
+        else:
+            ax.set_ylabel(_title(metric), fontsize=7)
+            _format_axis(ax, metric, "y")
+    for ax in flat[len(keys) :]:
         ax.set_visible(False)
-    if metrics:
-        flat[0].legend(fontsize=6)
-    figure.suptitle(f"{workload}: metrics against {key}", fontsize=11)
+    if handles:
+        figure.legend(
+            list(handles.values()),
+            list(handles),
+            loc="outside lower center",
+            ncols=1 if max(len(label) for label in handles) > 45 else min(2, len(handles)),
+            fontsize=7,
+        )
+    what = "miss-ratio curve" if miss_ratio else metric
+    figure.suptitle(f"{workload}: {what} against {key}", fontsize=11)
     return _png(figure)
+
+
+def _sort_key(panel: tuple[tuple[str, str], ...]) -> list[tuple[bool, float, str]]:
+    key = []
+    for _, value in panel:
+        try:
+            key.append((False, float(value), value))
+        except ValueError:
+            key.append((True, 0.0, value))
+    return key

@@ -39,6 +39,14 @@ from brokerlab.report.numbers import (
     format_percent,
     unit_header,
 )
+from brokerlab.report.sweeps import (
+    SIZE_KEYS,
+    hit_ratio_metric,
+    knee_note,
+    knees,
+    not_applied_notes,
+    swept_keys,
+)
 from brokerlab.spark.results import t_quantile_975
 from brokerlab.spark.schema import STATUS_OK
 
@@ -202,6 +210,9 @@ class WorkloadVerdict:
     not_bound: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     """Configuration label -> the limits under study it never reached."""
     notes: tuple[str, ...] = ()
+    sweep_notes: tuple[str, ...] = ()
+    """What the ``--set`` sweeps showed: keys that did not apply to a profile, the knee of a size
+    sweep; part of :meth:`line`."""
 
     @property
     def best(self) -> Standing:
@@ -239,7 +250,7 @@ class WorkloadVerdict:
         line = "; ".join(parts) + "."
         if self.not_bound:
             line += " " + self.not_bound_text()
-        return line
+        return " ".join([line, *self.sweep_notes])
 
     def _against_baseline(self) -> str:
         shown = []
@@ -593,18 +604,25 @@ def _rank(means: Mapping[str, float], higher_is_better: bool) -> dict[str, int]:
 
 
 def verdicts(
-    frame: pd.DataFrame, *, baseline: str | None = None, profiles: Sequence[str] = ()
+    frame: pd.DataFrame,
+    *,
+    baseline: str | None = None,
+    profiles: Sequence[str] = (),
+    not_applied: Mapping[str, Mapping[str, str]] | None = None,
 ) -> list[WorkloadVerdict]:
     """One verdict per workload of ``frame`` (result rows; failed cells are left out), by name.
 
     ``baseline`` is a configuration label or a profile name (its first configuration); by default
     the first configuration in ``profiles`` order (the matrix's ``--profile`` order). A workload
     the baseline did not run is compared with its own first configuration, and its verdict says
-    so. Raises :class:`WorkloadError` when ``baseline`` names no configuration.
+    so. ``not_applied`` (profile label -> swept key -> why, as the matrix recorded it) names the
+    swept keys a profile ran once for. Raises :class:`WorkloadError` when ``baseline`` names no
+    configuration.
     """
     ok = frame[frame["status"] == STATUS_OK]
     if ok.empty:
         return []
+    keys = swept_keys(ok["overrides"])
     everywhere = ordered_labels(ok, profiles)
     chosen = _baseline_label(baseline, everywhere, ok)
     found = []
@@ -646,9 +664,24 @@ def verdicts(
                 standings,
                 not_bound(rows, labels, metric),
                 tuple(notes),
+                tuple(_sweep_notes(rows, keys, not_applied or {})),
             )
         )
     return found
+
+
+def _sweep_notes(
+    rows: pd.DataFrame, keys: Sequence[str], not_applied: Mapping[str, Mapping[str, str]]
+) -> list[str]:
+    """The keys that did not apply to a profile of ``rows``, then each size key's knees."""
+    notes = not_applied_notes(rows, keys, not_applied)
+    hit_ratio = hit_ratio_metric(rows)
+    for key in keys:
+        if key in SIZE_KEYS and hit_ratio is not None:
+            found = knees(rows, key, hit_ratio)
+            if found:
+                notes.append(knee_note(found, hit_ratio))
+    return notes
 
 
 def verdict_rows(found: Sequence[WorkloadVerdict]) -> pd.DataFrame:

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
         plan,
         ready_profiles,
         run_matrix,
+        showcase_focus,
         showcase_scale,
     )
 
@@ -34,6 +35,7 @@ _MODULE_OF = {
     "plan": "matrix",
     "ready_profiles": "matrix",
     "run_matrix": "matrix",
+    "showcase_focus": "matrix",
     "showcase_scale": "matrix",
 }
 
@@ -48,6 +50,7 @@ __all__ = [
     "ready_profiles",
     "run_matrix",
     "scale_workload",
+    "showcase_focus",
     "showcase_scale",
 ]
 

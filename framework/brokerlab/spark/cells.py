@@ -26,6 +26,7 @@ from brokerlab.profiles import Profile
 from brokerlab.profiles.portable import portable_settings
 from brokerlab.simulation import load_workload, profile_simulators
 from brokerlab.spark import plugin_check
+from brokerlab.spark.applicability import apply_sweep_values, key_owners
 from brokerlab.workloads import WorkloadDocument
 from brokerlab.workloads.scaling import scale_workload
 
@@ -151,7 +152,9 @@ def build_cells(
     scale: float = 1.0,
 ) -> list[Cell]:
     """Every cell of the matrix, validated: each sweep value against each profile, each profile's
-    plugin choices, each workload. Raises :class:`ProfileError` / :class:`WorkloadError`."""
+    plugin choices, each workload. A swept key a profile does not read
+    (:mod:`brokerlab.spark.applicability`) is left out of its cells: it runs once for that key.
+    Raises :class:`ProfileError` / :class:`WorkloadError`."""
     if seeds < 1:
         raise ProfileError("is out of range", key="--seeds", value=seeds, allowed="an integer >= 1")
     specs = []
@@ -166,6 +169,7 @@ def build_cells(
         tuple(zip((s.key for s in sweeps), values, strict=True))
         for values in itertools.product(*(s.values for s in sweeps))
     ]
+    owners = key_owners(host) if sweeps else {}
     cells: list[Cell] = []
     for label, base in zip(labels, profiles, strict=True):
         fits = profile_simulators(base, host)
@@ -180,10 +184,15 @@ def build_cells(
                 f"({', '.join(sorted(fits))})",
                 value=",".join(workloads),
             )
+        applied_before: set[str] = set()
         for combo in combos:
-            overrides = dict(combo)
             # Validated here, before Spark starts: a bad value raises the profile error format.
-            profile = base.with_overrides(overrides) if overrides else base
+            # A key the profile does not read is left out, so the profile runs once for it.
+            application = apply_sweep_values(base, label, dict(combo), host, owners)
+            overrides, profile = application.applied, application.profile
+            if json.dumps(overrides, sort_keys=True) in applied_before:
+                continue
+            applied_before.add(json.dumps(overrides, sort_keys=True))
             choices = host.resolve(profile)
             plugins = json.dumps(choices.names(), sort_keys=True)
             data = _ProfileData(

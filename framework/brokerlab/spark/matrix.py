@@ -21,21 +21,26 @@ from brokerlab._api import load_profile
 from brokerlab.errors import ProfileError
 from brokerlab.files import unwritable_folder_reason
 from brokerlab.host import PluginHost
-from brokerlab.spark.cells import Cell, build_cells, parse_sweeps
+from brokerlab.spark.applicability import key_owners, keys_not_applied
+from brokerlab.spark.cells import Cell, build_cells, parse_sweeps, profile_labels
 from brokerlab.spark.executor import HostConfig
 from brokerlab.spark.progress import MatrixProgress
 from brokerlab.spark.results import ResultStore, write_profile_order, write_summary
 from brokerlab.spark.schema import STATUS_FAILED
 
 __all__ = [
+    "SHOWCASE_FOCUS",
     "SHOWCASE_SEEDS",
     "MatrixInterrupted",
     "MatrixOutcome",
     "MatrixRequest",
+    "ShowcaseFocus",
     "plan",
     "ready_profiles",
     "run_matrix",
+    "showcase_focus",
     "showcase_scale",
+    "sweep_keys_not_applied",
 ]
 
 SHOWCASE_SEEDS = 3
@@ -46,6 +51,63 @@ SHOWCASE_SEEDS = 3
 # factor (1.2). Small scales cost more than their share: Spark's per-cell overhead stays. The
 # showcase takes the largest scale whose matrix fits its time budget.
 SHOWCASE_COST_S = {0.2: 5.1, 0.1: 3.1, 0.05: 2.3, 0.02: 1.8}
+
+
+@dataclass(frozen=True)
+class ShowcaseFocus:
+    """A comparison the showcase adds to every ready profile x every workload: one profile with
+    a limit it studies lowered (its ``--set`` values are in its label), so that the limit binds
+    within a shortened run. The profiles keep Pulsar's (or the proposal's) defaults, and the
+    showcase runs them too: their "did not bind" warnings are part of the story."""
+
+    profile: str
+    """File name in ``profiles/``."""
+    sets: tuple[str, ...]
+    workloads: tuple[str, ...]
+    why: str
+
+
+SHOWCASE_FOCUS: tuple[ShowcaseFocus, ...] = (
+    ShowcaseFocus(
+        "ack-range-limit.conf",
+        ("managedLedgerMaxUnackedRangesToPersist=100",),
+        ("ack-holes-restart",),
+        "at --scale 0.2 a subscription of ack-holes-restart peaks at ~240 ack ranges: Pulsar's "
+        "10,000 would need ~40 times the run; 100 binds (ranges dropped, dispatch paused)",
+    ),
+    ShowcaseFocus(
+        "pip299-ack-bytes.conf",
+        ("managedLedgerMaxAckStateInBytesToPersist=1024",),
+        ("ack-holes-restart",),
+        "the proposal's 5 MiB holds ~238k ranges; its lower bound, 1 KiB (~47 ranges), binds",
+    ),
+    ShowcaseFocus(
+        "pip81-split-acks.conf",
+        ("maxIndividualAckCacheBytesPerCursor=1024", "managedLedgerMaxEntriesPerLedger=5000"),
+        ("ack-holes-restart",),
+        "PIP-81 swaps out whole ledgers' ack state, least recently used first: a shortened run "
+        "fits in one 50,000-entry ledger and 3 MiB; 5,000-entry ledgers and 1 KiB per cursor "
+        "make it swap",
+    ),
+)
+"""The showcase's focused comparisons (docs/spark.md, "The showcase")."""
+
+
+def showcase_focus(folder: Path, seeds: int, scale: float) -> tuple[MatrixRequest, ...]:
+    """The :data:`SHOWCASE_FOCUS` matrices whose profile is in ``folder``."""
+    return tuple(
+        MatrixRequest(
+            profiles=[str(folder / focus.profile)],
+            sweeps=focus.sets,
+            workloads=focus.workloads,
+            seeds=seeds,
+            scale=scale,
+        )
+        for focus in SHOWCASE_FOCUS
+        if (folder / focus.profile).is_file()
+    )
+
+
 SHOWCASE_BUDGET_S = 210.0  # wall seconds for the cells; Spark start and the report take the rest
 _EFFICIENCY = 0.85  # measured speed-up on 2 cores is ~1.7-1.9x
 
@@ -78,6 +140,9 @@ class MatrixRequest:
     spark_conf: dict[str, str] = field(default_factory=dict)
     note: str = ""
     """Shown with the progress: the resource estimate of the largest cell."""
+    also: tuple[MatrixRequest, ...] = ()
+    """More matrices (their profiles, sets, workloads; seeds and scale as given) run with this
+    one, in the same Spark session and ``out`` folder: the showcase's focused comparisons."""
 
 
 class MatrixInterrupted(KeyboardInterrupt):
@@ -145,17 +210,47 @@ def plan(request: MatrixRequest, host: PluginHost) -> list[Cell]:
     )
 
 
+def sweep_keys_not_applied(request: MatrixRequest, host: PluginHost) -> dict[str, dict[str, str]]:
+    """Profile label -> the ``--set`` keys it does not read -> why (it ran once for them)."""
+    sweeps = {s.key: s.values for s in parse_sweeps(request.sweeps)}
+    if not sweeps:
+        return {}
+    profiles = [load_profile(path, host=host) for path in request.profiles]
+    labels = profile_labels([str(p.path) if p.path else None for p in profiles])
+    owners = key_owners(host)
+    found = {
+        label: keys_not_applied(profile, label, sweeps, host, owners)
+        for label, profile in zip(labels, profiles, strict=True)
+    }
+    return {label: keys for label, keys in found.items() if keys}
+
+
+def _plan_all(request: MatrixRequest, host: PluginHost) -> list[Cell]:
+    """The cells of ``request`` and of each of its ``also`` matrices, each cell once."""
+    cells = [cell for one in (request, *request.also) for cell in plan(one, host)]
+    return list({cell.cell_id: cell for cell in cells}.values())
+
+
+def _not_applied_all(request: MatrixRequest, host: PluginHost) -> dict[str, dict[str, str]]:
+    found: dict[str, dict[str, str]] = {}
+    for one in (request, *request.also):
+        for label, keys in sweep_keys_not_applied(one, host).items():
+            found.setdefault(label, {}).update(keys)
+    return found
+
+
 def run_matrix(
     request: MatrixRequest, host: PluginHost, log: TextIO | None = None
 ) -> MatrixOutcome:
     """Plan, resume, run on Spark, write results and ``summary.csv``; returns the outcome."""
     log = log or sys.stderr
     check_master(request.master)
-    cells = plan(request, host)
+    cells = _plan_all(request, host)
     out = request.out or default_out()
     check_out(out)  # before Spark: results are written there from the first wave on
     store = ResultStore(out)
-    write_profile_order(out, list(dict.fromkeys(cell.profile for cell in cells)))
+    order = list(dict.fromkeys(cell.profile for cell in cells))
+    write_profile_order(out, order, _not_applied_all(request, host))
     done = store.finished()
     todo = [cell for cell in cells if cell.cell_id not in done]
     resumed = len(cells) - len(todo)

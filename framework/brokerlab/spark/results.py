@@ -38,6 +38,7 @@ __all__ = [
     "MATRIX_FILE",
     "ResultStore",
     "atomic_path",
+    "read_not_applied",
     "read_profile_order",
     "summarize",
     "t_quantile_975",
@@ -208,17 +209,39 @@ def write_summary(frame: pd.DataFrame, out: Path) -> Path:
     return path
 
 
-def write_profile_order(out: Path, profiles: Sequence[str]) -> None:
-    """Record the ``--profile`` order (profile labels) of a matrix run in ``out``."""
+def write_profile_order(
+    out: Path, profiles: Sequence[str], not_applied: Mapping[str, Mapping[str, str]] | None = None
+) -> None:
+    """Record the ``--profile`` order (profile labels) of a matrix run in ``out``, and the swept
+    keys that did not apply to a profile (label -> key -> why)."""
+    data: dict[str, object] = {"profiles": list(profiles)}
+    if not_applied:
+        data["not_applied"] = {label: dict(keys) for label, keys in not_applied.items() if keys}
     with atomic_path(out / MATRIX_FILE) as temporary:
-        temporary.write_text(json.dumps({"profiles": list(profiles)}, indent=1), encoding="utf-8")
+        temporary.write_text(json.dumps(data, indent=1), encoding="utf-8")
+
+
+def _matrix_file(out: Path) -> dict[str, object]:
+    try:
+        data = json.loads((out / MATRIX_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
 
 
 def read_profile_order(out: Path) -> list[str]:
     """The ``--profile`` order recorded in ``out``; empty for folders written before it was."""
-    try:
-        data = json.loads((out / MATRIX_FILE).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return []
-    profiles = data.get("profiles") if isinstance(data, dict) else None
+    profiles = _matrix_file(out).get("profiles")
     return [str(p) for p in profiles] if isinstance(profiles, list) else []
+
+
+def read_not_applied(out: Path) -> dict[str, dict[str, str]]:
+    """Profile label -> swept key -> why it did not apply, as the last matrix into ``out`` found."""
+    found = _matrix_file(out).get("not_applied")
+    if not isinstance(found, dict):
+        return {}
+    return {
+        str(label): {str(k): str(v) for k, v in keys.items()}
+        for label, keys in found.items()
+        if isinstance(keys, dict)
+    }
