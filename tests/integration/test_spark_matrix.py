@@ -33,7 +33,7 @@ from brokerlab.workloads import parse_workload
 
 ROOT = Path(__file__).resolve().parents[2]
 BASELINE = ROOT / "profiles" / "baseline.conf"
-SWEEP = "managedLedgerMaxUnackedRangesToPersist=100,1000"
+SWEEP = "managedLedgerDefaultMarkDeleteRateLimit=100,1000"
 
 WORKLOAD = """
 name = "{name}"

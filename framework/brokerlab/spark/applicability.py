@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 from brokerlab.host import PluginChoices, PluginHost
 from brokerlab.profiles import Profile, profile_keys
+from brokerlab.profiles.readers import key_applies, unread_keys
 from brokerlab.simulation import profile_simulators
 
 __all__ = [
@@ -143,6 +144,10 @@ def apply_sweep_values(
     for key, value in values.items():
         owner = owners.get(key)
         reason = None if owner is None else why_not_applied(key, owner, label, simulators, selected)
+        if reason is None and not key_applies(key, full, host):
+            # A broker key only some plugin records read (brokerlab.profiles.readers).
+            unread = unread_keys(full, host, keys=[key])
+            reason = f"{key} {unread[0].problem()}" if unread else f"{key} is read by nothing here"
         if reason is None:
             applied[key] = value
         else:
