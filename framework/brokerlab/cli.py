@@ -685,7 +685,7 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
     except BrokenPipeError:
         return EXIT_OK
     except KeyboardInterrupt as exc:  # a matrix says what it saved (MatrixInterrupted)
-        sys.stderr.write(f"brokerlab: {exc or 'interrupted'}\n")
+        sys.stderr.write(f"brokerlab: {str(exc) or 'interrupted'}\n")
         return EXIT_INTERRUPTED
     except Exception:
         traceback.print_exc()

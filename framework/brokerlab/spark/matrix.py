@@ -45,6 +45,7 @@ __all__ = [
 ]
 
 SHOWCASE_SEEDS = 3
+SPARK_LOG = "spark.log"  # the JVM's and Python workers' own output, out of the terminal
 # Core-seconds per profile and seed (its simulator's built-in workloads once) at each scale,
 # measured as the showcase's cells (10 profiles x 3 seeds, 282 cells) on the 2-core reference
 # machine: 90 s of wall time at 0.2 with every built-in workload on its bookies, times 2 cores x
@@ -259,7 +260,7 @@ def _run_todo(
     progress = MatrixProgress(log, len(cells), len(cells) - len(todo), line_every=every)
     saver = _WaveSaver(store)
     try:
-        _run_on_spark(request, host, todo, saver, progress)
+        _run_on_spark(request, host, todo, saver, progress, store.out)
     except KeyboardInterrupt as exc:
         saved = len(store.finished() & {c.cell_id for c in cells})
         raise MatrixInterrupted(
@@ -288,21 +289,38 @@ def _run_on_spark(
     todo: list[Cell],
     on_wave: Callable[[pa.Table], None],
     progress: MatrixProgress,
+    output: Path,
 ) -> None:
+    from brokerlab.spark.processes import interrupt_once
     from brokerlab.spark.runner import RunnerConfig, run_waves  # pyspark: only when running
-    from brokerlab.spark.session import start_session
+    from brokerlab.spark.session import start_session, stop_session
 
     config = RunnerConfig(
         engine="pandas" if request.engine == "pandas" else "rdd",
         wave_size=request.wave_size,
         host=HostConfig(tuple(request.modules), tuple(sorted(host.blocked))),
     )
-    spark, created = start_session(request.master, conf=request.spark_conf)
-    progress.started = time.monotonic()  # time left counts cells, not the JVM's start
-    try:
-        run_waves(spark, todo, config, on_wave, progress.update)
-        progress.update(len(todo))
-    finally:
-        progress.close()
-        if created:  # a session the caller started is the caller's to stop
-            spark.stop()
+    with interrupt_once():
+        spark, created = start_session(
+            request.master, conf=request.spark_conf, output=output / SPARK_LOG
+        )
+        progress.started = time.monotonic()  # time left counts cells, not the JVM's start
+        try:
+            try:
+                run_waves(spark, todo, config, on_wave, progress.update)
+                progress.update(len(todo))
+            finally:
+                progress.close()
+            if created:  # a session the caller started is the caller's to stop
+                stop_session(spark)
+        except KeyboardInterrupt:
+            if created:  # at once, with its workers: Ctrl-C ends every process of the run
+                stop_session(spark, kill=True)
+            raise
+        except BaseException:
+            if created:  # a failed job or write: the JVM exits as after a run
+                try:
+                    stop_session(spark)
+                except KeyboardInterrupt:
+                    stop_session(spark, kill=True)
+            raise

@@ -18,7 +18,7 @@ __all__ = ["check_layout", "check_space", "expected_bytes", "human_bytes"]
 
 # What a matrix writes into DIR, by kind: a folder where it writes files, a file it replaces.
 FOLDERS = ("results", "attempts", "quarantine", "plots", ".tmp")
-FILES = ("summary.csv", "verdicts.csv", "matrix.json", "report.html", ".lock")
+FILES = ("summary.csv", "verdicts.csv", "matrix.json", "report.html", "spark.log", ".lock")
 
 # Measured: a part file of one row is ~50 KB (the Parquet footer of ~135 columns), each further
 # row ~1 KB, more with a cell's settings JSON or a failed cell's traceback; a report is ~1 MB
