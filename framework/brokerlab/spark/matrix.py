@@ -205,10 +205,10 @@ def run_matrix(
 
 
 def _reason(exc: OSError) -> str:
-    """``No space left on device [Errno 28]``: the OS's words first."""
-    if exc.strerror:
-        return f"{exc.strerror} [Errno {exc.errno}]" if exc.errno else exc.strerror
-    return str(exc) or type(exc).__name__
+    """``No space left on device [Errno 28]``: the OS's own words (pyarrow wraps them in its)."""
+    if exc.errno:
+        return f"{os.strerror(exc.errno)} [Errno {exc.errno}]"
+    return exc.strerror or str(exc) or type(exc).__name__
 
 
 class _WaveWriteFailed(Exception):
@@ -276,8 +276,8 @@ def _run_todo(
         )
         if failure.rescue is not None and failure.rescue_error is None:
             text += (
-                f", {saver.rescued} more in {failure.rescue / 'results'} (move its workload=* "
-                f"folders into {store.results})"
+                f", {saver.rescued} more in {failure.rescue / 'results'} (keep them with: cp -r "
+                f"{failure.rescue / 'results'} {store.out}/)"
             )
         text += "; free space and run the same command again to resume"
         raise OutputError(text) from failure
