@@ -23,7 +23,13 @@ from typing import TYPE_CHECKING, Any, TextIO
 from brokerlab import __version__
 from brokerlab._api import load_profile, make_host
 from brokerlab._native import build_state
-from brokerlab.errors import BrokerlabError, PluginError, ProfileError, WorkloadError
+from brokerlab.errors import (
+    BrokerlabError,
+    OutputError,
+    PluginError,
+    ProfileError,
+    WorkloadError,
+)
 from brokerlab.files import atomic_path, unwritable_reason
 from brokerlab.host import EXTENSION_POINTS, PluginHost
 from brokerlab.metrics import METRICS
@@ -47,6 +53,7 @@ from brokerlab.workloads.resources import (
 )
 
 if TYPE_CHECKING:  # the report imports pandas: only when a command makes one
+    from brokerlab.report import Report
     from brokerlab.report.verdicts import WorkloadVerdict
 
 __all__ = ["main"]
@@ -701,8 +708,14 @@ def _cmd_matrix(args: argparse.Namespace, host: PluginHost, out: TextIO) -> int:
     _check_baseline(args.baseline, profiles)
     _check_matrix_keys(profiles, args.sweeps, workloads, host)
     note = _largest_cell(workloads, scale, args.max_memory, host)
-    outcome = run_matrix(replace(request, note=note), host, sys.stderr)
-    report = build_report(outcome.out, baseline=args.baseline)
+    reports: list[Report] = []  # written while the run still holds the folder's lock
+    outcome = run_matrix(
+        replace(request, note=note),
+        host,
+        sys.stderr,
+        then=lambda out: reports.append(build_report(out, baseline=args.baseline)),
+    )
+    (report,) = reports
     out.write(
         f"{outcome.cells:,} cells ({outcome.resumed:,} resumed, {outcome.ran:,} run, "
         f"{len(outcome.failed):,} failed)\n"
@@ -780,8 +793,20 @@ def _profiles_folder() -> Path:
 
 def _cmd_report(args: argparse.Namespace, host: PluginHost, out: TextIO) -> int:
     from brokerlab.report import build_report
+    from brokerlab.spark.lock import holding
+    from brokerlab.spark.results import warn_on_stderr
 
-    report = build_report(args.out, baseline=args.baseline)
+    if not args.out.is_dir():  # build_report says it holds no results; nothing to lock
+        report = build_report(args.out, baseline=args.baseline)
+    else:
+        with holding(args.out, "report", warn_on_stderr):
+            try:
+                report = build_report(args.out, baseline=args.baseline)
+            except OSError as exc:  # a full disk, a folder where a file goes
+                raise OutputError(
+                    f"cannot write {exc.filename or args.out}: {exc.strerror or exc}; the "
+                    f"results in {args.out / 'results'} are unchanged"
+                ) from exc
     out.write(f"report: {report.path}\n{_verdict_lines(report.verdicts)}")
     return EXIT_OK
 
@@ -811,7 +836,7 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
     except BrokenPipeError:
         return EXIT_OK
     except KeyboardInterrupt as exc:  # a matrix says what it saved (MatrixInterrupted)
-        sys.stderr.write(f"brokerlab: {exc or 'interrupted'}\n")
+        sys.stderr.write(f"brokerlab: {str(exc) or 'interrupted'}\n")
         return EXIT_INTERRUPTED
     except Exception:
         traceback.print_exc()

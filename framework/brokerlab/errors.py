@@ -16,6 +16,7 @@ from pathlib import Path
 __all__ = [
     "BrokerlabError",
     "Origin",
+    "OutputError",
     "PluginError",
     "ProfileError",
     "WorkloadError",
@@ -124,3 +125,10 @@ class WorkloadError(_LocatedError):
 
 class PluginError(_LocatedError):
     """A plugin cannot be loaded, two plugins clash, or a selected plugin is not there."""
+
+
+class OutputError(BrokerlabError):
+    """An output folder or file cannot be written (a clash, a full disk, another run's lock).
+
+    The message names the path and the operating system's reason, and says what was kept.
+    """

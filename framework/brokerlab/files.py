@@ -1,19 +1,34 @@
-"""Writing files so that a crash never leaves half of one behind."""
+"""Writing files so that a crash never leaves half of one behind.
+
+A rename is atomic, but without an fsync of the file before it and of the folder after it, a power
+cut may leave the new name pointing at an empty file: both are synced here.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-__all__ = ["atomic_path", "unwritable_folder_reason", "unwritable_reason"]
+__all__ = [
+    "atomic_path",
+    "fsync_file",
+    "fsync_folder",
+    "replace_durably",
+    "unwritable_folder_reason",
+    "unwritable_reason",
+]
 
 
 @contextmanager
 def atomic_path(path: Path) -> Iterator[Path]:
-    """Yield a temporary path beside ``path``; on success rename it onto ``path`` in one step."""
+    """Yield a temporary path beside ``path``; on success rename it onto ``path`` in one step.
+
+    An :class:`OSError` of the write (a full disk) names ``path``, not the temporary file.
+    """
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     os.close(fd)
@@ -21,9 +36,43 @@ def atomic_path(path: Path) -> Iterator[Path]:
     try:
         yield temporary
         os.chmod(temporary, 0o666 & ~_umask())  # mkstemp makes 0600; results are for sharing
-        os.replace(temporary, path)
+        replace_durably(temporary, path)
+    except OSError as exc:
+        if exc.filename in (None, name):
+            exc.filename = str(path)
+        raise
     finally:
         temporary.unlink(missing_ok=True)
+
+
+def fsync_file(path: Path) -> None:
+    """Flush ``path``'s data to the disk."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def fsync_folder(path: Path) -> None:
+    """Flush ``path``'s entries (a rename into it) to the disk; a no-op where folders cannot be
+    opened (Windows)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    except OSError:
+        return
+    try:
+        with contextlib.suppress(OSError):  # some file systems refuse it; the rename still holds
+            os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def replace_durably(temporary: Path, path: Path) -> None:
+    """Rename the finished ``temporary`` onto ``path``: synced before, and its folder after."""
+    fsync_file(temporary)
+    os.replace(temporary, path)
+    fsync_folder(path.parent)
 
 
 def unwritable_reason(path: Path) -> str | None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -11,7 +12,6 @@ import pytest
 
 from brokerlab.spark import session
 from brokerlab.spark.jvm_archive import (
-    ABANDONED_SECONDS,
     SETTLED_SECONDS,
     ArchivePlan,
     archive_folder,
@@ -58,6 +58,7 @@ def test_a_settled_dump_is_checked_renamed_and_mapped_from_then_on(folder: Path)
     first = plan(folder)
     assert first.dump is not None
     assert run_java(first.options).returncode == 0  # the JVM writes the archive as it exits
+    first.release()  # the run ended
     assert first.dump.stat().st_size > 0
 
     assert "SharedArchiveFile" not in plan(folder).options  # still fresh: maybe being written
@@ -73,6 +74,7 @@ def test_a_settled_dump_is_checked_renamed_and_mapped_from_then_on(folder: Path)
 def test_a_truncated_dump_is_dropped_and_the_dump_claimed_again(folder: Path) -> None:
     first = plan(folder)
     assert first.dump is not None and run_java(first.options).returncode == 0
+    first.release()  # the run ended
     data = first.dump.read_bytes()
     first.dump.chmod(0o644)
     first.dump.write_bytes(data[: len(data) // 3])  # a JVM killed while it was dumping
@@ -82,13 +84,37 @@ def test_a_truncated_dump_is_dropped_and_the_dump_claimed_again(folder: Path) ->
     assert again.dump == first.dump and first.dump.stat().st_size == 0  # a new claim
 
 
-def test_an_abandoned_claim_is_taken_over(folder: Path) -> None:
-    first = plan(folder)
-    assert first.dump is not None
-    age(first.dump, ABANDONED_SECONDS - 60)
-    assert plan(folder).dump is None  # a long matrix may still hold it
-    age(first.dump, ABANDONED_SECONDS + 60)
-    assert plan(folder).dump == first.dump
+def test_a_live_claim_is_respected_and_a_dead_claimants_taken_over_at_once(
+    folder: Path,
+) -> None:
+    """The claim lives as long as the process holding it (a driver, or the JVM it passed the
+    claim to): a run killed before its JVM dumped leaves an empty dump, claimed again at once."""
+    assert JAVA is not None
+    claimant = subprocess.Popen(
+        [sys.executable, "-c", CLAIM, str(folder), JAVA, OPTIONS],
+        stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    assert claimant.stdout is not None
+    dump = Path(claimant.stdout.readline().strip())
+    assert dump.stat().st_size == 0
+    assert plan(folder).dump is None  # its JVM may still be running: go without
+    assert f"pid {claimant.pid} on " in dump.with_suffix(".claim").read_text()
+    claimant.kill()  # as kill -9: no chance to clean up
+    claimant.wait()
+    later = plan(folder)
+    assert later.dump == dump and later.claim is not None
+    later.release()
+
+
+# A driver claiming the dump, then waiting to be killed.
+CLAIM = """
+import sys, time
+from pathlib import Path
+from brokerlab.spark.jvm_archive import plan_archive
+folder, java, options = Path(sys.argv[1]), sys.argv[2], sys.argv[3]
+print(plan_archive(folder, java, folder / "jars", options).dump, flush=True)
+time.sleep(600)
+"""
 
 
 def test_other_options_get_an_archive_of_their_own(folder: Path) -> None:
@@ -99,7 +125,9 @@ def test_other_options_get_an_archive_of_their_own(folder: Path) -> None:
 def test_the_archive_can_be_turned_off(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     assert archive_folder() == tmp_path / "brokerlab" / "jvm"
-    assert "ArchiveClassesAtExit" in session._driver_java_options()
+    options, claimed = session._driver_java_options()
+    assert "ArchiveClassesAtExit" in options
+    claimed.release()
     monkeypatch.setenv("BROKERLAB_JVM_ARCHIVE", "off")
     assert archive_folder() is None
-    assert session._driver_java_options() == session._DRIVER_JAVA_OPTIONS
+    assert session._driver_java_options()[0] == session._DRIVER_JAVA_OPTIONS

@@ -599,3 +599,98 @@ def test_a_cluster_cell_keeps_each_brokers_metrics(
         delivered, exploded = query.stdout.split()
         assert float(delivered) == expected["per_broker"][1]["delivered"]
         assert int(exploded) == 3  # one row per broker of the cluster cell, none for w-small
+
+
+# ---- the results folder as users query it ----------------------------------------------------
+
+
+@pytest.mark.spark
+@pytest.mark.slow
+def test_the_documented_query_counts_each_cell_once_after_retries_and_two_runs(
+    local_run: Path, inputs: dict[str, Path], tmp_path: Path
+) -> None:
+    """docs/spark.md: ``pandas.read_parquet("DIR/results")`` has one row per cell. A second run
+    into the folder retries the 8 failed cells; their new rows replace the old ones."""
+    import shutil
+
+    import pandas as pd
+
+    out = tmp_path / "out"
+    shutil.copytree(local_run, out)
+    result = _brokerlab(_matrix_args(inputs, out), inputs)
+    assert result.returncode == 3, result.stderr
+    assert "resuming in" in result.stderr and "8 of 16 cells already finished" in result.stderr
+    rows = pd.read_parquet(out / "results")
+    assert len(rows) == 16 and rows["cell_id"].is_unique
+    assert (rows["status"] == "failed").sum() == 8
+    attempts = pd.read_parquet(out / "attempts")
+    assert sorted(attempts["cell_id"]) == sorted(rows.loc[rows["status"] == "failed", "cell_id"])
+    before = pd.read_parquet(local_run / "results").set_index("cell_id")["finished_at"]
+    after = rows.set_index("cell_id")["finished_at"]
+    retried = after[after != before.reindex(after.index)]
+    assert len(retried) == 8  # the failed cells ran again; the finished ones were kept
+
+
+@pytest.mark.spark
+@pytest.mark.slow
+def test_a_disk_that_fills_up_during_the_run_keeps_the_computed_cells_and_exits_2(
+    inputs: dict[str, Path], tmp_path: Path
+) -> None:
+    """The checks before Spark pass; another process then fills the disk. The wave that cannot
+    be written goes to a rescue folder, the run says where in one line, exit 2."""
+    import re
+    import shutil
+    import threading
+
+    if os.geteuid() != 0:
+        pytest.skip("mounting a tmpfs needs root")
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(disk)],
+                             capture_output=True, text=True, check=False)  # fmt: skip
+    if mounted.returncode:
+        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.strip()}")
+    out = disk / "out"
+
+    def fill_once_locked() -> None:  # after the checks: the lock is taken, then Spark starts
+        lock = out / ".lock"
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and not (lock.exists() and lock.read_text()):
+            time.sleep(0.05)
+        time.sleep(1.0)
+        try:
+            with (disk / "filler").open("wb") as handle:
+                while True:
+                    handle.write(b"\0" * 4096)
+                    handle.flush()
+        except OSError:
+            pass  # full
+
+    try:
+        filler = threading.Thread(target=fill_once_locked)
+        filler.start()
+        args = ["matrix", "--profile", str(BASELINE), "--workload", str(inputs["small"]),
+                "--seeds", "2", "--out", str(out), "--conf", "spark.ui.enabled=false"]  # fmt: skip
+        result = _brokerlab(args, inputs, plugin=False)
+        filler.join()
+        assert result.returncode == 2, result.stderr
+        said = [line for line in result.stderr.splitlines() if not line.startswith("cells [")]
+        assert len(said) == 1 and "Traceback" not in result.stderr, result.stderr
+        found = re.fullmatch(
+            r"brokerlab: error: cannot write (\S+): No space left on device \[Errno 28\]; "
+            rf"0 of 2 cells are saved in {re.escape(str(out / 'results'))}, 2 more in "
+            r"(\S+)/results \(keep them with: cp -r \S+/results \S+/\); free space and run the "
+            "same command again to resume",
+            said[0],
+        )
+        assert found, said[0]
+        rescue = Path(found[2])
+        try:
+            (disk / "filler").unlink()
+            # As the message says: cp -r RESCUE/results DIR/
+            shutil.copytree(rescue / "results", out / "results", dirs_exist_ok=True)
+            assert len(_load(out)) == 2 and {r["status"] for r in _load(out)} == {"ok"}
+        finally:
+            shutil.rmtree(rescue, ignore_errors=True)
+    finally:
+        subprocess.run(["umount", "-l", str(disk)], check=False)

@@ -8,22 +8,28 @@ something to run.
 from __future__ import annotations
 
 import contextlib
+import os
 import re
 import sys
+import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TextIO
 
+import pyarrow as pa  # imported by the result store already
+
 from brokerlab._api import load_profile
-from brokerlab.errors import ProfileError
+from brokerlab.errors import OutputError, ProfileError
 from brokerlab.files import unwritable_folder_reason
 from brokerlab.host import PluginHost
 from brokerlab.spark.applicability import key_owners, keys_not_applied
 from brokerlab.spark.cells import Cell, build_cells, parse_sweeps, profile_labels
 from brokerlab.spark.executor import HostConfig
+from brokerlab.spark.lock import holding
+from brokerlab.spark.outdir import check_layout, check_space
 from brokerlab.spark.progress import MatrixProgress
 from brokerlab.spark.results import ResultStore, write_profile_order, write_summary
 from brokerlab.spark.schema import STATUS_FAILED
@@ -44,6 +50,7 @@ __all__ = [
 ]
 
 SHOWCASE_SEEDS = 3
+SPARK_LOG = "spark.log"  # the JVM's and Python workers' own output, out of the terminal
 # Core-seconds per profile and seed (its simulator's built-in workloads once) at each scale,
 # measured as the showcase's cells (10 profiles x 3 seeds, 282 cells) on the 2-core reference
 # machine: 90 s of wall time at 0.2 with every built-in workload on its bookies, times 2 cores x
@@ -240,39 +247,53 @@ def _not_applied_all(request: MatrixRequest, host: PluginHost) -> dict[str, dict
 
 
 def run_matrix(
-    request: MatrixRequest, host: PluginHost, log: TextIO | None = None
+    request: MatrixRequest,
+    host: PluginHost,
+    log: TextIO | None = None,
+    then: Callable[[Path], None] | None = None,
 ) -> MatrixOutcome:
-    """Plan, resume, run on Spark, write results and ``summary.csv``; returns the outcome."""
+    """Plan, resume, run on Spark, write results and ``summary.csv``, then call ``then`` with
+    the folder (the CLI writes the report there) while still holding the folder's lock.
+
+    Raises :class:`OutputError` (exit 2) when the folder is another run's, or a write fails:
+    whatever was computed is then kept, and the message says where."""
     log = log or sys.stderr
     check_master(request.master)
     cells = _plan_all(request, host)
     out = request.out or default_out()
     check_out(out)  # before Spark: results are written there from the first wave on
-    store = ResultStore(out)
-    order = list(dict.fromkeys(cell.profile for cell in cells))
-    write_profile_order(out, order, _not_applied_all(request, host))
-    done = store.finished()
-    todo = [cell for cell in cells if cell.cell_id not in done]
-    resumed = len(cells) - len(todo)
-    if resumed:
-        log.write(f"resuming in {out}: {resumed} of {len(cells)} cells already finished\n")
-    if todo:
-        every = max(1, len(todo) // 10)  # about ten lines in a log, one per wave
-        progress = MatrixProgress(log, len(cells), resumed, line_every=every, note=request.note)
+    check_layout(out, sorted({cell.workload for cell in cells}))
+
+    def warn(message: str) -> None:
+        log.write(f"brokerlab: warning: {message}\n")
+
+    with holding(out, "matrix", warn):
+        store = ResultStore(out, warn=warn)
+        store.compact()
+        done = store.finished()
+        todo = [cell for cell in cells if cell.cell_id not in done]
+        check_space(out, len(todo), len({cell.workload for cell in todo}))
+        order = list(dict.fromkeys(cell.profile for cell in cells))
+        write_profile_order(out, order, _not_applied_all(request, host))
+        resumed = len(cells) - len(todo)
+        if resumed:
+            log.write(f"resuming in {out}: {resumed} of {len(cells)} cells already finished\n")
+        if todo:
+            _run_todo(request, host, cells, todo, store, log)
+        with contextlib.suppress(OSError):
+            (out / ".tmp").rmdir()  # empty after a clean run; a crash may leave stray temporaries
+        frame = store.load()
+        mine = frame[frame["cell_id"].isin({c.cell_id for c in cells})]
+        failed = mine[mine["status"] == STATUS_FAILED]
         try:
-            _run_on_spark(request, host, todo, store, progress)
-        except KeyboardInterrupt as exc:
-            saved = len(store.finished() & {c.cell_id for c in cells})
-            raise MatrixInterrupted(
-                f"interrupted: {saved} of {len(cells)} cells saved in {store.results}; "
-                "run the same command again to resume"
+            write_summary(frame, out)
+            if then is not None:
+                then(out)
+        except OSError as exc:
+            raise OutputError(
+                f"cannot write {exc.filename or out}: {_reason(exc)}; the results of every cell "
+                f"are kept in {store.results}: free space and run 'brokerlab report {out}'"
             ) from exc
-    with contextlib.suppress(OSError):
-        (out / ".tmp").rmdir()  # empty after a clean run; a crash may leave stray temporaries
-    frame = store.load()
-    mine = frame[frame["cell_id"].isin({c.cell_id for c in cells})]
-    failed = mine[mine["status"] == STATUS_FAILED]
-    write_summary(frame, out)
     labels = [
         f"{r.cell_id} ({r.profile} {r.overrides} {r.workload} seed {r.seed})"
         for r in failed.itertuples()
@@ -280,27 +301,125 @@ def run_matrix(
     return MatrixOutcome(out, len(cells), resumed, len(todo), labels)
 
 
+def _reason(exc: OSError) -> str:
+    """``No space left on device [Errno 28]``: the OS's own words (pyarrow wraps them in its)."""
+    if exc.errno:
+        return f"{os.strerror(exc.errno)} [Errno {exc.errno}]"
+    return exc.strerror or str(exc) or type(exc).__name__
+
+
+class _WaveWriteFailed(Exception):
+    """A finished wave could not be written to the results folder (it went to ``rescue``)."""
+
+    def __init__(self, error: OSError, rescue: Path | None, rescue_error: OSError | None) -> None:
+        super().__init__(str(error))
+        self.error, self.rescue, self.rescue_error = error, rescue, rescue_error
+
+
+class _WaveSaver:
+    """Writes each finished wave into the store; a wave the store cannot take (a full disk) is
+    written to a rescue folder on another file system, and the run stops."""
+
+    def __init__(self, store: ResultStore) -> None:
+        self.store = store
+        self.rescue: Path | None = None
+        self.rescued = 0
+
+    def __call__(self, table: pa.Table) -> None:
+        try:
+            self.store.write(table)
+        except OSError as exc:
+            rescue_error = None
+            try:
+                if self.rescue is None:
+                    stamp = time.strftime("%Y%m%dT%H%M%S")
+                    self.rescue = (
+                        Path(tempfile.gettempdir()) / f"brokerlab-rescue-{stamp}-{os.getpid()}"
+                    )
+                ResultStore(self.rescue).write(table)
+                self.rescued += table.num_rows
+            except OSError as again:
+                rescue_error = again
+            raise _WaveWriteFailed(exc, self.rescue, rescue_error) from exc
+
+
+def _run_todo(
+    request: MatrixRequest,
+    host: PluginHost,
+    cells: list[Cell],
+    todo: list[Cell],
+    store: ResultStore,
+    log: TextIO,
+) -> None:
+    """Run ``todo`` on Spark; an interruption or a failed write ends in one message that says
+    what is saved and how to resume."""
+    every = max(1, len(todo) // 10)  # about ten lines in a log, one per wave
+    progress = MatrixProgress(
+        log, len(cells), len(cells) - len(todo), line_every=every, note=request.note
+    )
+    saver = _WaveSaver(store)
+    try:
+        _run_on_spark(request, host, todo, saver, progress, store.out)
+    except KeyboardInterrupt as exc:
+        saved = len(store.finished() & {c.cell_id for c in cells})
+        raise MatrixInterrupted(
+            f"interrupted: {saved} of {len(cells)} cells saved in {store.results}; "
+            "run the same command again to resume"
+        ) from exc
+    except _WaveWriteFailed as failure:
+        saved = len(store.finished() & {c.cell_id for c in cells})
+        where = failure.error.filename or store.results
+        text = (
+            f"cannot write {where}: {_reason(failure.error)}; {saved} of {len(cells)} cells "
+            f"are saved in {store.results}"
+        )
+        if failure.rescue is not None and failure.rescue_error is None:
+            text += (
+                f", {saver.rescued} more in {failure.rescue / 'results'} (keep them with: cp -r "
+                f"{failure.rescue / 'results'} {store.out}/)"
+            )
+        text += "; free space and run the same command again to resume"
+        raise OutputError(text) from failure
+
+
 def _run_on_spark(
     request: MatrixRequest,
     host: PluginHost,
     todo: list[Cell],
-    store: ResultStore,
+    on_wave: Callable[[pa.Table], None],
     progress: MatrixProgress,
+    output: Path,
 ) -> None:
+    from brokerlab.spark.processes import interrupt_once
     from brokerlab.spark.runner import RunnerConfig, run_waves  # pyspark: only when running
-    from brokerlab.spark.session import start_session
+    from brokerlab.spark.session import start_session, stop_session
 
     config = RunnerConfig(
         engine="pandas" if request.engine == "pandas" else "rdd",
         wave_size=request.wave_size,
         host=HostConfig(tuple(request.modules), tuple(sorted(host.blocked))),
     )
-    spark, created = start_session(request.master, conf=request.spark_conf)
-    progress.started = time.monotonic()  # time left counts cells, not the JVM's start
-    try:
-        run_waves(spark, todo, config, store.write, progress.update)
-        progress.update(len(todo))
-    finally:
-        progress.close()
-        if created:  # a session the caller started is the caller's to stop
-            spark.stop()
+    with interrupt_once():
+        spark, created = start_session(
+            request.master, conf=request.spark_conf, output=output / SPARK_LOG
+        )
+        progress.started = time.monotonic()  # time left counts cells, not the JVM's start
+        try:
+            try:
+                run_waves(spark, todo, config, on_wave, progress.update)
+                progress.update(len(todo))
+            finally:
+                progress.close()
+            if created:  # a session the caller started is the caller's to stop
+                stop_session(spark)
+        except KeyboardInterrupt:
+            if created:  # at once, with its workers: Ctrl-C ends every process of the run
+                stop_session(spark, kill=True)
+            raise
+        except BaseException:
+            if created:  # a failed job or write: the JVM exits as after a run
+                try:
+                    stop_session(spark)
+                except KeyboardInterrupt:
+                    stop_session(spark, kill=True)
+            raise

@@ -1,17 +1,22 @@
-"""The results folder: Parquet partitioned by workload, written atomically, read back for resume.
+"""The results folder: Parquet partitioned by workload, one row per cell, written durably.
 
 Layout of ``--out DIR``::
 
-    DIR/results/workload=<name>/part-<uuid>.parquet   one file per finished wave and workload
+    DIR/results/workload=<name>/part-<uuid>.parquet   one row per cell: what users query
+    DIR/attempts/workload=<name>/part-<uuid>.parquet  earlier rows of retried cells (history)
+    DIR/quarantine/workload=<name>/...                files found unreadable, moved aside
     DIR/matrix.json                                   the --profile order of the last run
     DIR/summary.csv                                   mean and 95% t interval over seeds
     DIR/verdicts.csv                                  per workload, configurations ranked
     DIR/report.html, DIR/plots/*.png                  the report (brokerlab.report)
 
-Every file is written under ``DIR/.tmp`` and renamed into place, so a crash never leaves a
-half-written file where a reader looks. A cell id may appear more than once (a failed cell that a
-later run retried): readers keep the row that finished last. A file whose rows are all one-broker
-runs has no ``per_broker`` column, as files had before there was one; readers see it as null.
+Every file is written under ``DIR/.tmp``, synced, renamed into place and its folder synced, so
+neither a crash nor a power cut leaves a half-written file where a reader looks. A retried cell's
+new row replaces its old one, which moves to ``attempts/``: ``pandas.read_parquet(DIR/results)``
+counts every cell once. A part file that cannot be read as a result file (empty, truncated, not
+Parquet, a column of another type) is moved to ``quarantine/`` with a warning, and its cells count
+as not run. A file whose rows are all one-broker runs has no ``per_broker`` column, as files had
+before there was one; readers see it as null.
 """
 
 from __future__ import annotations
@@ -19,29 +24,38 @@ from __future__ import annotations
 import json
 import math
 import os
+import sys
 import uuid
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import quote
+from urllib.parse import quote, unquote
 
 import pandas as pd
 import pyarrow as pa
-import pyarrow.dataset as ds
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from brokerlab.files import atomic_path
+from brokerlab.errors import OutputError
+from brokerlab.files import atomic_path, fsync_folder, replace_durably
 from brokerlab.metrics import METRICS
 from brokerlab.spark.schema import METRIC_COLUMNS, PER_BROKER_COLUMN, RESULT_SCHEMA, STATUS_OK
 
 __all__ = [
+    "ATTEMPTS",
     "GROUP_COLUMNS",
     "MATRIX_FILE",
+    "QUARANTINE",
+    "RESULTS",
     "ResultStore",
+    "UnreadablePart",
     "atomic_path",
     "read_not_applied",
+    "read_part",
     "read_profile_order",
     "summarize",
     "t_quantile_975",
+    "warn_on_stderr",
     "write_profile_order",
 ]
 
@@ -101,47 +115,88 @@ def t_quantile_975(dof: int) -> float:
     return _T975[min(above)] if above else 1.960  # the next smaller dof is the safe side
 
 
-class ResultStore:
-    """One ``--out`` folder: append finished waves, list finished cells, load every row."""
+RESULTS, ATTEMPTS, QUARANTINE = "results", "attempts", "quarantine"
+"""The folders of ``DIR``: the rows users read, the replaced rows of retried cells, and files
+moved aside because they could not be read."""
 
-    def __init__(self, out: Path) -> None:
+# The columns of a part file (the workload is the folder's name) and those it cannot lack.
+_PART_TYPES = {f.name: f.type for f in RESULT_SCHEMA if f.name != "workload"}
+_REQUIRED = ("cell_id", "status", "finished_at")
+
+Warn = Callable[[str], None]
+
+
+def warn_on_stderr(message: str) -> None:
+    """The default of :class:`ResultStore`'s ``warn``: one ``brokerlab: warning:`` line."""
+    sys.stderr.write(f"brokerlab: warning: {message}\n")
+
+
+class UnreadablePart(Exception):
+    """A file under ``results/`` that is not a result file brokerlab can read."""
+
+
+@dataclass(frozen=True)
+class _Part:
+    path: Path
+    workload: str
+    table: pa.Table  # the file's rows, without the workload column
+
+
+class ResultStore:
+    """One ``--out`` folder: add finished waves, list finished cells, load every cell's row.
+
+    Writers must hold the folder's lock (:mod:`brokerlab.spark.lock`): the store keeps an index
+    of which file holds which cell, read once, and trusts no one else changes the folder.
+    """
+
+    def __init__(self, out: Path, warn: Warn | None = None) -> None:
         self.out = out
-        self.results = out / "results"
+        self.results = out / RESULTS
+        self.attempts = out / ATTEMPTS
+        self.quarantine = out / QUARANTINE
+        self._warn = warn or warn_on_stderr
+        self._where: dict[str, set[Path]] | None = None  # cell id -> the part files holding it
 
     def write(self, table: pa.Table) -> None:
-        """Append one wave's rows, one Parquet file per workload, each renamed into place."""
-        staging = self.out / ".tmp"
-        staging.mkdir(parents=True, exist_ok=True)
-        workloads = table.column("workload").to_pylist()
-        for name in sorted(set(workloads)):
-            mask = pa.array([w == name for w in workloads])
-            part = _without_empty_per_broker(table.filter(mask).drop_columns(["workload"]))
-            folder = self.results / f"workload={quote(name, safe='')}"
-            folder.mkdir(parents=True, exist_ok=True)
-            temporary = staging / f"{uuid.uuid4().hex}.parquet"
-            pq.write_table(part, temporary)
-            os.replace(temporary, folder / f"part-{uuid.uuid4().hex}.parquet")
+        """Add one wave's rows (one file per workload); earlier rows of these cells (a retried
+        failed cell) move to ``attempts/``, so ``results/`` keeps one row per cell."""
+        where = self._index()
+        written = _write_parts(self.out, self.results, table)
+        ids = set(table.column("cell_id").to_pylist())
+        older = {path for cell in ids for path in where.get(cell, ())}
+        for path in sorted(older):
+            self._retire(path, ids)
+        for path, cells in written:
+            for cell in cells:
+                where[cell] = {path}
+
+    def compact(self) -> int:
+        """Keep only each cell's latest row in ``results/`` (a run cut short between writing a
+        retry and retiring the old row leaves two; so did brokerlab before this store);
+        returns how many rows moved to ``attempts/``."""
+        parts = self._scan()
+        latest: dict[str, tuple[str, Path]] = {}
+        for part in parts:
+            ids = part.table.column("cell_id").to_pylist()
+            finished = part.table.column("finished_at").to_pylist()
+            for cell, at in zip(ids, finished, strict=True):
+                if cell not in latest or (at or "", str(part.path)) >= latest[cell]:
+                    latest[cell] = (at or "", part.path)
+        moved = 0
+        for part in parts:
+            ids = part.table.column("cell_id").to_pylist()
+            stale = {cell for cell in ids if latest[cell][1] != part.path}
+            if stale:
+                moved += self._retire(part.path, stale)
+        return moved
 
     def load(self) -> pd.DataFrame:
         """Every cell's latest row, with the result schema's columns (empty if nothing ran)."""
-        files = sorted(self.results.glob("workload=*/*.parquet"))
-        if not files:
+        parts = self._scan()
+        if not parts:
             return RESULT_SCHEMA.empty_table().to_pandas()
-        # Files written by other brokerlab versions may lack metrics added since (or carry ones
-        # since removed): read them under one unified schema, and fill what is missing with null.
-        schemas = [pq.read_schema(file) for file in files]
-        schemas.append(pa.schema([pa.field("workload", pa.string())]))
-        dataset = ds.dataset(
-            files,
-            schema=pa.unify_schemas(schemas),
-            format="parquet",
-            partitioning="hive",
-            partition_base_dir=str(self.results),
-        )
-        frame = dataset.to_table().to_pandas(maps_as_pydicts="strict")
-        for name in RESULT_SCHEMA.names:
-            if name not in frame:
-                frame[name] = None
+        table = pa.concat_tables(_conform(part) for part in parts)
+        frame = table.to_pandas(maps_as_pydicts="strict")
         frame[PER_BROKER_COLUMN] = frame[PER_BROKER_COLUMN].map(_as_list, na_action="ignore")
         frame["workload"] = frame["workload"].astype(str)
         frame = frame.sort_values(["cell_id", "finished_at"]).drop_duplicates(
@@ -153,6 +208,159 @@ class ResultStore:
         """Ids of the cells that finished ``ok`` (failed cells run again on resume)."""
         frame = self.load()
         return set(frame.loc[frame["status"] == STATUS_OK, "cell_id"])
+
+    # ---- reading, and moving aside what cannot be read ----
+
+    def _scan(self) -> list[_Part]:
+        """Every readable part file; unreadable ones are quarantined. Rebuilds the index."""
+        parts: list[_Part] = []
+        where: dict[str, set[Path]] = {}
+        for path in _part_paths(self.results):
+            try:
+                table = read_part(path)
+            except UnreadablePart as exc:
+                self._set_aside(path, str(exc))
+                continue
+            workload = unquote(path.parent.name.partition("=")[2])
+            parts.append(_Part(path, workload, table))
+            for cell in table.column("cell_id").to_pylist():
+                where.setdefault(cell, set()).add(path)
+        self._where = where
+        return parts
+
+    def _index(self) -> dict[str, set[Path]]:
+        if self._where is None:
+            self._scan()
+        assert self._where is not None
+        return self._where
+
+    def _set_aside(self, path: Path, reason: str) -> None:
+        target = self.quarantine / path.parent.name / path.name
+        for n in range(1, 1000):
+            if not target.exists() and not target.is_symlink():
+                break
+            target = target.with_name(f"{path.name}.{n}")
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(path, target)
+            fsync_folder(path.parent)
+        except OSError as exc:
+            raise OutputError(
+                f"{path} is not a result file ({reason}) and cannot be moved aside to "
+                f"{target}: {exc.strerror or exc}; move or delete it, then run again"
+            ) from exc
+        self._warn(
+            f"{path} is not a result file ({reason}); moved it to {target}: its cells count "
+            "as not run"
+        )
+
+    def _retire(self, path: Path, cells: set[str]) -> int:
+        """Move the rows of ``cells`` in part file ``path`` to ``attempts/``; returns how many."""
+        table = read_part(path)
+        stale = pc.is_in(table.column("cell_id"), value_set=pa.array(sorted(cells), pa.string()))
+        old, keep = table.filter(stale), table.filter(pc.invert(stale))
+        if old.num_rows:
+            workload = unquote(path.parent.name.partition("=")[2])
+            column = pa.array([workload] * old.num_rows, pa.string())
+            _write_parts(self.out, self.attempts, old.append_column("workload", column))
+        if keep.num_rows:
+            _write_file(self.out, keep, path)
+        else:
+            path.unlink()
+            fsync_folder(path.parent)
+        where = self._index()
+        for cell in cells:
+            where.get(cell, set()).discard(path)
+        return int(old.num_rows)
+
+
+def read_part(path: Path) -> pa.Table:
+    """The rows of one part file, checked against the result schema; raises
+    :class:`UnreadablePart` saying why they cannot be read."""
+    if path.is_dir():
+        raise UnreadablePart("a folder")
+    if not path.is_file():
+        raise UnreadablePart("not a regular file")
+    try:
+        table = pq.read_table(path)
+    except Exception as exc:  # a damaged file raises whatever the Parquet reader meets first
+        text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        # "Could not open Parquet input source '<path>': <why>": the path is in the warning.
+        text = text.split(f"{path}': ", 1)[-1]
+        raise UnreadablePart(_short(text)) from exc
+    for field in table.schema:
+        expected = _PART_TYPES.get(field.name)
+        if field.name == "workload":
+            raise UnreadablePart("a 'workload' column of its own")  # the folder names it
+        if expected is not None and field.type != expected:
+            raise UnreadablePart(f"column {field.name!r} is {field.type}, not {expected}")
+    missing = [name for name in _REQUIRED if name not in table.column_names]
+    if missing:
+        raise UnreadablePart(f"no {missing[0]!r} column")
+    return table
+
+
+def _short(text: str, limit: int = 80) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _part_paths(results: Path) -> list[Path]:
+    """What ``pandas.read_parquet(results)`` reads: every entry of every ``workload=*`` folder
+    but hidden ones (pyarrow skips names starting with ``.`` or ``_``)."""
+    paths = []
+    for folder in sorted(results.glob("workload=*")):
+        if folder.is_dir():
+            paths += [p for p in sorted(folder.iterdir()) if not p.name.startswith((".", "_"))]
+    return paths
+
+
+def _conform(part: _Part) -> pa.Table:
+    """``part``'s rows under the result schema: missing columns null, unknown ones dropped."""
+    rows = part.table.num_rows
+    columns = {
+        name: part.table.column(name)
+        if name in part.table.column_names
+        else pa.nulls(rows, RESULT_SCHEMA.field(name).type)
+        for name in RESULT_SCHEMA.names
+    }
+    columns["workload"] = pa.chunked_array([pa.array([part.workload] * rows, pa.string())])
+    return pa.table(columns, schema=RESULT_SCHEMA)
+
+
+def _write_parts(out: Path, base: Path, table: pa.Table) -> list[tuple[Path, list[str]]]:
+    """Write ``table`` under ``base`` as one new part file per workload; returns each file and
+    the cell ids in it."""
+    written = []
+    workloads = table.column("workload").to_pylist()
+    for name in sorted(set(workloads)):
+        mask = pa.array([w == name for w in workloads])
+        rows = table.filter(mask).drop_columns(["workload"])
+        if PER_BROKER_COLUMN in rows.column_names:
+            rows = _without_empty_per_broker(rows)
+        folder = base / f"workload={quote(name, safe='')}"
+        if not folder.is_dir():
+            folder.mkdir(parents=True)
+            fsync_folder(folder.parent)
+        path = folder / f"part-{uuid.uuid4().hex}.parquet"
+        _write_file(out, rows, path)
+        written.append((path, rows.column("cell_id").to_pylist()))
+    return written
+
+
+def _write_file(out: Path, table: pa.Table, path: Path) -> None:
+    """Write ``table`` to ``path`` through ``out/.tmp``: synced, renamed, folder synced."""
+    staging = out / ".tmp"
+    staging.mkdir(parents=True, exist_ok=True)
+    temporary = staging / f"{uuid.uuid4().hex}.parquet"
+    try:
+        pq.write_table(table, temporary)
+        replace_durably(temporary, path)
+    except OSError as exc:
+        if exc.filename in (None, str(temporary)):
+            exc.filename = str(path)
+        raise
+    finally:
+        temporary.unlink(missing_ok=True)
 
 
 def _without_empty_per_broker(part: pa.Table) -> pa.Table:

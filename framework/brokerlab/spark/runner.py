@@ -94,6 +94,8 @@ def run_waves(
         sc.setJobGroup(f"brokerlab-wave-{index}", f"brokerlab matrix wave {index + 1}")
         table = _run_wave(spark, wave, config)
         with lock:
+            if stop.is_set():
+                return  # interrupted: what the run reports saved is final
             on_wave(table)
             done_waves.add(index)
 
@@ -108,19 +110,44 @@ def run_waves(
         futures = [pool.submit(one, i, wave) for i, wave in enumerate(planned)]
         for future in futures:
             future.result()
+    except KeyboardInterrupt:
+        # Ctrl-C: no more Java calls (the caller kills the JVM, which ends the waves' calls);
+        # wait only for a wave being written, so the files are whole and the count is right.
+        stop.set()
+        with lock:
+            pool.shutdown(wait=False, cancel_futures=True)
+        raise
     except BaseException:
-        # Ctrl-C or a failed job: stop the rest now instead of waiting for every wave.
+        # A failed job or write: stop the rest now instead of waiting for every wave.
         pool.shutdown(wait=False, cancel_futures=True)
         sc.cancelAllJobs()
-        raise
-    finally:
         pool.shutdown(wait=True)
+        raise
+    else:
+        pool.shutdown(wait=True)
+    finally:
         stop.set()
         if poller is not None:
-            poller.join()
+            poller.join(timeout=5)
 
 
 def _poll(
+    spark: SparkSession,
+    planned: list[list[Cell]],
+    done_waves: set[int],
+    lock: threading.Lock,
+    on_tasks: OnTasks,
+    stop: threading.Event,
+) -> None:
+    try:
+        _poll_until(spark, planned, done_waves, lock, on_tasks, stop)
+    except Exception:
+        if not stop.is_set():
+            raise
+        # The JVM was ended under the poll (Ctrl-C): nothing to report any more.
+
+
+def _poll_until(
     spark: SparkSession,
     planned: list[list[Cell]],
     done_waves: set[int],

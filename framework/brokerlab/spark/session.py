@@ -9,20 +9,27 @@ master all traffic stays on 127.0.0.1 and the Python workers see the driver's im
 
 from __future__ import annotations
 
+import contextlib
 import ipaddress
 import os
 import re
 import shlex
+import signal
+import subprocess
 import sys
+import threading
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from pyspark import SparkContext
 from pyspark.sql import SparkSession
 
 from brokerlab.errors import ProfileError
-from brokerlab.spark.jvm_archive import archive_folder, java_binary, plan_archive
+from brokerlab.spark.jvm_archive import ArchivePlan, archive_folder, java_binary, plan_archive
+from brokerlab.spark.processes import MARKER, end_marked, mark_run
 
-__all__ = ["configured_master", "is_loopback", "start_session"]
+__all__ = ["configured_master", "is_loopback", "start_session", "stop_session"]
 
 # A line of a Java properties file: the key ends at the first "=", ":" or blank.
 _PROPERTY = re.compile(r"\s*([^\s=:]+)\s*[=:\s]\s*(.*)")
@@ -43,12 +50,13 @@ _DEFAULT_CONF = {
 _DRIVER_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 
 
-def _driver_java_options() -> str:
+def _driver_java_options() -> tuple[str, ArchivePlan]:
+    """The driver's JVM options, and its part in the class-data-sharing archive."""
     folder, java = archive_folder(), java_binary()
     if folder is None or java is None:
-        return _DRIVER_JAVA_OPTIONS
+        return _DRIVER_JAVA_OPTIONS, ArchivePlan("")
     plan = plan_archive(folder, java, _spark_home() / "jars", _DRIVER_JAVA_OPTIONS)
-    return f"{_DRIVER_JAVA_OPTIONS} {plan.options}".strip()
+    return f"{_DRIVER_JAVA_OPTIONS} {plan.options}".strip(), plan
 
 
 def configured_master(master: str | None) -> str | None:
@@ -128,8 +136,10 @@ def start_session(
     *,
     app_name: str = "brokerlab matrix",
     conf: dict[str, str] | None = None,
+    output: Path | None = None,
 ) -> tuple[SparkSession, bool]:
-    """A Spark session for the matrix, and whether this call created it (then stop it after).
+    """A Spark session for the matrix, and whether this call created it (then end it with
+    :func:`stop_session`). The JVM's and workers' output goes to ``output`` (appended) if given.
 
     Only the JVM's first start sees the environment set here."""
     active = SparkSession.getActiveSession()
@@ -137,10 +147,11 @@ def start_session(
         return active, False
     known = configured_master(master)
     conf = {**_DEFAULT_CONF, **(conf or {})}
+    archive = ArchivePlan("")
     if "spark.driver.extraJavaOptions" not in conf and not _spark_default(
         "spark.driver.extraJavaOptions"
     ):
-        conf["spark.driver.extraJavaOptions"] = _driver_java_options()
+        conf["spark.driver.extraJavaOptions"], archive = _driver_java_options()
     # PySpark takes the executors' interpreter from PYSPARK_PYTHON when the session starts; the
     # builder's spark.pyspark.python alone is not enough when brokerlab is not spark-submitted.
     if "spark.pyspark.python" in conf:
@@ -165,16 +176,138 @@ def start_session(
     for key, value in conf.items():
         builder = builder.config(key, value)
     try:
-        session = builder.getOrCreate()
+        session = _in_a_thread(lambda: _create(builder, master, conf, output, archive))
     except Exception as exc:  # an unreachable master, yarn without Hadoop's config, ...
+        stop_session(None)
+        seen = f"; Spark's output: {output}" if output is not None else ""
         raise ProfileError(
-            f"Spark could not start on it ({_reason(exc)})",
+            f"Spark could not start on it ({_reason(exc)}{seen})",
             key="--master",
             value=known or "local[*]",
             allowed="a master that is running and reachable from here",
         ) from exc
+    except BaseException:  # Ctrl-C while the JVM starts: it must not outlive us
+        stop_session(None, kill=True)
+        raise
     session.sparkContext.setLogLevel("ERROR")
     return session, True
+
+
+def _create(
+    builder: SparkSession.Builder,
+    master: str | None,
+    conf: dict[str, str],
+    output: Path | None,
+    archive: ArchivePlan,
+) -> SparkSession:
+    if SparkContext._gateway is None:
+        _launch(master, conf, output, archive)
+    else:  # a JVM started elsewhere: its options are set, it dumps no archive of ours
+        archive.release()
+    return builder.getOrCreate()
+
+
+def _in_a_thread(start: Callable[[], SparkSession]) -> SparkSession:
+    """``start()`` in a thread of its own, while this one waits for it.
+
+    Created in the main thread, a SparkContext installs a SIGINT handler of its own, which calls
+    into the JVM from the signal handler (py4j then logs re-entrant call errors) and replaces the
+    matrix's. And a Ctrl-C here is handled at once (the caller ends the JVM), not when the JVM
+    has started."""
+    done: list[SparkSession] = []
+    failed: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            done.append(start())
+        except BaseException as exc:  # handed to the waiting thread
+            failed.append(exc)
+
+    thread = threading.Thread(target=run, name="brokerlab-spark-start", daemon=True)
+    thread.start()
+    while thread.is_alive():
+        thread.join(0.1)
+    if failed:
+        raise failed[0]
+    return done[0]
+
+
+# The JVM gateway this process launched (py4j's, untyped), and its archive claim.
+_launched: dict[str, Any] = {}
+
+
+def _launch(
+    master: str | None, conf: dict[str, str], output: Path | None, archive: ArchivePlan
+) -> None:
+    """Start the driver JVM as PySpark would, but in a session of its own (a terminal's Ctrl-C
+    reaches the driver alone), with its output in ``output`` (Java's and the Python workers'
+    messages and traces stay out of the terminal) and holding the archive claim."""
+    from pyspark import SparkConf
+    from pyspark.java_gateway import launch_gateway
+
+    spark_conf = SparkConf(loadDefaults=False)
+    if master:
+        spark_conf.setMaster(master)
+    spark_conf.setAll(list(conf.items()))
+    popen: dict[str, object] = {"start_new_session": True}
+    if archive.claim is not None:
+        popen["pass_fds"] = (archive.claim,)
+    handle = None
+    if output is not None:
+        handle = open(output, "ab")  # noqa: SIM115  the JVM writes it until it exits
+        popen["stdout"] = popen["stderr"] = handle
+    _launched["archive"] = archive
+    mark_run()  # before the launch: the JVM and its workers inherit the marker
+    try:
+        gateway = launch_gateway(spark_conf, popen_kwargs=popen)  # type: ignore[no-untyped-call]
+    finally:
+        if handle is not None:
+            handle.close()  # the JVM has its own copy
+    SparkContext._gateway = gateway
+    SparkContext._jvm = gateway.jvm
+    _launched["gateway"] = gateway
+
+
+def stop_session(session: SparkSession | None, *, kill: bool = False) -> None:
+    """Stop ``session`` (``None``: none started) and end the JVM this process launched: let it
+    exit (it writes the class-data-sharing archive as it does), or kill it at once with its
+    Python workers (``kill``, after Ctrl-C: no Java call then, the JVM may be half started)."""
+    import logging
+
+    gateway = _launched.pop("gateway", None)
+    archive = _launched.pop("archive", None)
+    if kill:
+        # The run is over: no py4j "error while sending" from the threads whose JVM calls end.
+        logging.disable(logging.CRITICAL)
+        context = SparkContext._active_spark_context
+        server = getattr(context, "_accumulatorServer", None)
+        if server is not None:  # its handler would print the EOFError of the JVM's end
+            server.handle_error = lambda request, client_address: None
+        marker = os.environ.get(MARKER)
+        if marker:
+            end_marked(marker)
+    elif session is not None:
+        session.stop()
+    if gateway is not None:
+        proc = getattr(gateway, "proc", None)
+        with contextlib.suppress(Exception):
+            gateway.shutdown()
+        SparkContext._gateway = None
+        SparkContext._jvm = None
+        if proc is not None:
+            with contextlib.suppress(OSError):
+                proc.stdin.close()  # the JVM exits at the end of its input
+            try:
+                proc.wait(timeout=0 if kill else _EXIT_SECONDS)
+            except subprocess.TimeoutExpired:
+                with contextlib.suppress(OSError):
+                    os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+    if archive is not None:
+        archive.release()
+
+
+_EXIT_SECONDS = 30.0  # the JVM's exit: a second, more when it writes its class archive
 
 
 def _reason(exc: Exception) -> str:
