@@ -21,12 +21,11 @@ class ScaffoldError(BrokerlabError):
 
 @dataclass(frozen=True)
 class PluginNames:
-    """``name`` (distribution, record, entry point and ``sim.<name>.`` namespace), the import
-    name ``module`` and ``camel``, the prefix of the generated class names."""
+    """``name`` (distribution, record, entry point and ``sim.<name>.`` namespace) and the
+    import name ``module``."""
 
     name: str
     module: str
-    camel: str
 
 
 def plugin_names(name: str) -> PluginNames:
@@ -37,6 +36,4 @@ def plugin_names(name: str) -> PluginNames:
             "'-' or '_' between them, starting with a letter, at most "
             f"{_MAX_LENGTH} characters (e.g. 'clock-cache' or 'brokerlab_lfu')"
         )
-    module = name.replace("-", "_")
-    camel = "".join(part.capitalize() for part in module.split("_"))
-    return PluginNames(name=name, module=module, camel=camel)
+    return PluginNames(name=name, module=name.replace("-", "_"))

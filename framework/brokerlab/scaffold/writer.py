@@ -84,7 +84,6 @@ def _values(names: PluginNames, kind: Kind) -> Mapping[str, str]:
     return {
         "name": names.name,
         "module": names.module,
-        "camel": names.camel,
         "kind": kind.name,
         "title": kind.title,
         "implements": kind.implements,
