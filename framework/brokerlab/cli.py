@@ -40,6 +40,7 @@ from brokerlab.profiles.readers import unread_keys
 from brokerlab.profiles.ready import ready_folder, ready_profiles
 from brokerlab.profiles.reference import render_reference_markdown
 from brokerlab.records import SimulatorRecord
+from brokerlab.scaffold.command import add_new_plugin_command
 from brokerlab.simulation import load_workload, profile_simulators, simulate
 from brokerlab.textui import ProgressBar, format_result, metrics_markdown
 from brokerlab.workloads import WorkloadDocument, WorkloadSpec
@@ -190,6 +191,7 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     run.set_defaults(handler=_cmd_run)
     _add_matrix_commands(commands)
+    add_new_plugin_command(commands)
     return parser
 
 

@@ -71,3 +71,12 @@ def test_a_wheel_loads_ready_profiles_by_name_away_from_any_checkout(
     assert "reference" not in names.split(",")
     assert Path(path) == unpacked / "brokerlab" / "ready_profiles" / "pulsar-4.2.conf"
     assert (size, expected_reads) == ("64", "True")
+
+
+def test_the_wheel_carries_the_new_plugin_templates(unpacked: Path) -> None:
+    """``brokerlab new-plugin`` renders templates shipped as package data (``*.tmpl``)."""
+    templates = unpacked / "brokerlab" / "scaffold" / "templates"
+    shipped = {p.relative_to(templates).as_posix() for p in templates.rglob("*.tmpl")}
+    source = ROOT / "framework" / "brokerlab" / "scaffold" / "templates"
+    assert shipped == {p.relative_to(source).as_posix() for p in source.rglob("*.tmpl")}
+    assert "common/pyproject.toml.tmpl" in shipped

@@ -65,6 +65,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from brokerlab.testing._common import (
         CONTRACT_WORKLOAD,
+        Simulate,
         build_context,
         check_simulation,
         check_stats,
@@ -112,6 +113,7 @@ __all__ = [
     "EntryCacheMachine",
     "EntryView",
     "EvictionPredicateContract",
+    "Simulate",
     "ack_scripts",
     "brute_rank",
     "build_context",
@@ -132,6 +134,7 @@ _HOME = {
     "check_stats": "_common",
     "is_diagnostic": "_common",
     "record_names": "_common",
+    "Simulate": "_common",
     "TIGHT_ACK_LIMITS": "ack_state",
     "AckStatePersisterContract": "ack_state",
     "ack_scripts": "ack_state",
