@@ -8,16 +8,16 @@ holds no tests itself.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+from ack_state_support import FakeClock, FakeState
 
 from brokerlab.broker.cursor import Cursor
 from brokerlab.broker.ledger import LedgerIds, ManagedLedger
 from brokerlab.profiles.loader import Profile
 from brokerlab.profiles.model import BrokerSettings
-from brokerlab.protocols import BatchAck, PluginContext, Position
+from brokerlab.protocols import PluginContext, Position
 from brokerlab_plugins.ack_state.range_count import new_range_count_persister
 from brokerlab_plugins.ack_state.settings import NAMESPACE, AckStateSettings
 from brokerlab_plugins.ack_state.whole_state import WholeStatePersister
@@ -26,54 +26,9 @@ NS = 1_000_000_000
 Range = tuple[Position, Position]
 
 
-class Clock:
-    """A clock the test moves by hand (also a scheduler that must never be asked)."""
-
-    def __init__(self) -> None:
-        self.ns = 0
-
-    def now_ns(self) -> int:
-        return self.ns
-
-    def now_ms(self) -> int:
-        return 1_700_000_000_000 + self.ns // 1_000_000
-
-    def call_at(self, when_ns: int, callback: Any) -> Any:
-        raise AssertionError("a persister must not schedule callbacks")
-
-    def advance(self, seconds: float) -> None:
-        self.ns += round(seconds * NS)
-
-
-@dataclass
-class State:
-    """An ack state given by its parts, for what the broker cursor does not carry itself
-    (mark-delete properties, subscription properties)."""
-
-    md: Position
-    ranges: list[Range] = field(default_factory=list)
-    batches: dict[Position, BatchAck] = field(default_factory=dict)
-    props: dict[str, int] = field(default_factory=dict)
-    sub_props: dict[str, str] = field(default_factory=dict)
-
-    @property
-    def mark_delete(self) -> Position:
-        return self.md
-
-    def acked_ranges(self) -> list[Range]:
-        return self.ranges
-
-    def range_count(self) -> int:
-        return len(self.ranges)
-
-    def batch_acks(self) -> Mapping[Position, BatchAck]:
-        return self.batches
-
-    def subscription_properties(self) -> Mapping[str, str]:
-        return self.sub_props
-
-    def mark_delete_properties(self) -> Mapping[str, int]:
-        return self.props
+# The unit tests' hand-moved clock and ack state given by its parts (tests/support).
+Clock = FakeClock
+State = FakeState
 
 
 class GivenIds(LedgerIds):

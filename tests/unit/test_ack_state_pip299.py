@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from ack_state_support import FakeClock, FakeState, context, opened, redelivered
 from pydantic import ValidationError
-from test_ack_state_support import FakeClock, FakeState, context, opened, redelivered
 
 from brokerlab.profiles.model import BrokerSettings
 from brokerlab_plugins.ack_state.pip299 import ByteLimitEncoder, new_pip299_persister

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from test_ack_state_support import (
+from ack_state_support import (
     FakeState,
     context,
     cursor,

@@ -8,9 +8,9 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from ack_state_support import FakeClock, context
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_ack_state_support import FakeClock, context
 
 from brokerlab.protocols import AckStatePersister, PluginContext
 from brokerlab.testing.ack_state import ack_scripts, play_ack_script

@@ -10,7 +10,7 @@ import textwrap
 from typing import Any
 
 import pytest
-from test_ack_state_support import (
+from ack_state_support import (
     FakeClock,
     FakeState,
     context,

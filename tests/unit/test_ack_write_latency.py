@@ -11,7 +11,7 @@ import textwrap
 from collections.abc import Callable, Iterator
 
 import pytest
-from test_ack_state_support import FakeClock, context, cursor
+from ack_state_support import FakeClock, context, cursor
 
 from brokerlab import load_profile
 from brokerlab.broker.events import EventLoop

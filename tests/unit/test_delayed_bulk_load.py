@@ -14,10 +14,11 @@ from typing import Any
 
 import numpy as np
 import pytest
+from delayed_support import FakeTime, Wakes
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pyroaring import BitMap
-from test_legacy_delayed_delivery import FakeTime, Wakes, config
+from test_legacy_delayed_delivery import config
 
 from brokerlab.protocols import Position
 from brokerlab_plugins.legacy_delayed_delivery.buckets import Bucketing

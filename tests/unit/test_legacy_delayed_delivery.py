@@ -7,10 +7,8 @@ Scenarios 1-16 of delayed-delivery.md §6 (upstream ``AbstractDeliveryTrackerTes
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass, field
-
 import pytest
+from delayed_support import FakeTime, Wakes
 
 from brokerlab import load_profile
 from brokerlab.protocols import DelayedDeliveryTracker
@@ -23,69 +21,6 @@ from brokerlab_plugins.pip448_delayed_delivery.factory import TopicFactory
 from brokerlab_plugins.pip448_delayed_delivery.manager import PruneRules
 
 NS = 1_000_000
-
-
-@dataclass
-class Task:
-    when_ns: int
-    callback: Callable[[], None]
-    cancelled: bool = False
-
-    def cancel(self) -> None:
-        self.cancelled = True
-
-    @property
-    def at_ms(self) -> int:
-        return self.when_ns // NS
-
-
-@dataclass
-class FakeTime:
-    """A mocked clock (ms, with ns = ms * 1e6) and a scheduler whose tasks tests can inspect."""
-
-    ms: int = 0
-    scheduled: list[Task] = field(default_factory=list)
-
-    def now_ms(self) -> int:
-        return self.ms
-
-    def now_ns(self) -> int:
-        return self.ms * NS
-
-    def call_at(self, when_ns: int, callback: Callable[[], None]) -> Task:
-        task = Task(max(when_ns, self.now_ns()), callback)
-        self.scheduled.append(task)
-        return task
-
-    def tasks(self) -> list[Task]:
-        return [t for t in self.scheduled if not t.cancelled]
-
-    def set(self, ms: int) -> None:
-        """Move the clock without running anything."""
-        self.ms = ms
-
-    def advance(self, ms: int) -> None:
-        """Move the clock to ``ms``, running due tasks in time order (as the event loop does)."""
-        while True:
-            due = [t for t in self.tasks() if t.when_ns <= ms * NS]
-            if not due:
-                break
-            task = min(due, key=lambda t: t.when_ns)
-            self.ms = max(self.ms, task.at_ms)
-            task.cancelled = True
-            task.callback()
-        self.ms = ms
-
-    def run_due(self) -> None:
-        self.advance(self.ms)
-
-
-@dataclass
-class Wakes:
-    count: int = 0
-
-    def __call__(self) -> None:
-        self.count += 1
 
 
 def config(

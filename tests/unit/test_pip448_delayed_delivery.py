@@ -10,9 +10,10 @@ from collections import Counter
 
 import numpy as np
 import pytest
+from delayed_support import FakeTime, Wakes
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_legacy_delayed_delivery import FakeTime, Wakes, config
+from test_legacy_delayed_delivery import config
 
 from brokerlab import load_profile
 from brokerlab.protocols import PluginContext, Position

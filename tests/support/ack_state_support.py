@@ -1,6 +1,6 @@
 """Shared helpers for the ack-state tests: a settable clock, state fakes, persister builders.
 
-Imported by the other ``test_ack_state_*`` modules (pytest puts this folder on ``sys.path``); it
+Imported by the unit and conformance tests (``tests/support`` is on pytest's ``pythonpath``); it
 holds no tests itself.
 """
 
