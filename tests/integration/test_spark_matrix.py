@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import math
 import os
 import signal
 import socket
@@ -29,6 +30,7 @@ from brokerlab import make_host
 from brokerlab.spark.cells import parse_sweeps, scale_workload
 from brokerlab.spark.matrix import MatrixRequest, plan, showcase_scale
 from brokerlab.spark.results import summarize, t_quantile_975
+from brokerlab.spark.schema import METRIC_COLUMNS, PER_BROKER_COLUMN
 from brokerlab.workloads import parse_workload
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -310,6 +312,57 @@ def test_resume_after_a_kill_recomputes_nothing_finished(
         assert rows[str(cell_id)]["finished_at"] == old["finished_at"]
         assert rows[str(cell_id)]["executor"] == old["executor"]
     assert sum(r["status"] == "ok" for r in rows.values()) == 12
+
+
+@pytest.mark.spark
+@pytest.mark.slow
+def test_kills_at_five_moments_then_a_resume_give_the_clean_runs_rows(
+    local_run: Path, inputs: dict[str, Path], tmp_path: Path
+) -> None:
+    """kill -9 of the driver and everything in its session at five moments (Spark starting,
+    then each time one more part file has landed), resuming into the same folder each time, then
+    a resume to the end: every cell is there once, with the clean run's status and metrics."""
+    out = tmp_path / "out"
+    command = [sys.executable, "-m", "brokerlab", "-p", "explode_plugin",
+               *_matrix_args(inputs, out)]  # fmt: skip
+
+    def parts() -> int:
+        return len(list((out / "results").glob("*/*.parquet")))
+
+    for moment in range(5):
+        process = subprocess.Popen(
+            command, env=_env(inputs), start_new_session=True,
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )  # fmt: skip
+        try:
+            if moment == 0:
+                time.sleep(1.0)  # the JVM is starting
+            else:
+                landed, deadline = parts(), time.monotonic() + 300
+                while process.poll() is None and parts() == landed:
+                    assert time.monotonic() < deadline, "no part file landed"
+                    time.sleep(0.05)
+        finally:
+            if process.poll() is None:
+                os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+
+    result = _brokerlab(_matrix_args(inputs, out), inputs)
+    assert result.returncode == 3, result.stderr  # the exploding profile's cells fail
+    clean = {str(r["cell_id"]): r for r in _load(local_run)}
+    resumed = _load(out)
+    assert len(resumed) == len({r["cell_id"] for r in resumed}) == len(clean) == 16
+    metrics = [m for m in METRIC_COLUMNS if m != PER_BROKER_COLUMN]
+    for row in resumed:
+        expected = clean[str(row["cell_id"])]
+        assert row["status"] == expected["status"]
+        for metric in metrics:
+            got, want = row[metric], expected[metric]
+            assert (got == want) or (_missing(got) and _missing(want)), (row["cell_id"], metric)
+
+
+def _missing(value: object) -> bool:
+    return value is None or (isinstance(value, float) and math.isnan(value))
 
 
 # ---- on a standalone cluster -----------------------------------------------------------------
