@@ -8,6 +8,7 @@ always agree on what a number means.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 from typing import Literal
 
 __all__ = ["METRICS", "Metric", "invariants", "metric", "metrics_of"]
@@ -38,46 +39,14 @@ class Metric:
     higher_is_better: bool = False
 
 
-def _kafka(
-    name: str, unit: str, kind: Kind, description: str, *, higher_is_better: bool = False
-) -> Metric:
-    return Metric(
-        name,
-        unit,
-        kind,
-        description,
-        "kafka_index_cache",
-        simulator="kafka-tiered-storage",
-        higher_is_better=higher_is_better,
-    )
-
-
-def _trace(
-    name: str, unit: str, kind: Kind, description: str, *, higher_is_better: bool = False
-) -> Metric:
-    return Metric(
-        name,
-        unit,
-        kind,
-        description,
-        "cache_trace",
-        simulator="cache-trace",
-        higher_is_better=higher_is_better,
-    )
-
-
-def _publishing(
-    name: str, unit: str, kind: Kind, description: str, *, higher_is_better: bool = False
-) -> Metric:
-    return Metric(
-        name,
-        unit,
-        kind,
-        description,
-        "publishing",
-        reported_when="a topic sets max_pending_messages or storage.write_latency_ms is not zero",
-        higher_is_better=higher_is_better,
-    )
+# The metrics of one group share its group, simulator and reporting condition.
+_kafka = partial(Metric, group="kafka_index_cache", simulator="kafka-tiered-storage")
+_trace = partial(Metric, group="cache_trace", simulator="cache-trace")
+_publishing = partial(
+    Metric,
+    group="publishing",
+    reported_when="a topic sets max_pending_messages or storage.write_latency_ms is not zero",
+)
 
 
 _TABLE: tuple[Metric, ...] = (
