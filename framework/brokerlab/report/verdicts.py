@@ -37,6 +37,7 @@ from brokerlab.report.numbers import (
     format_count,
     format_metric,
     format_percent,
+    format_ratio,
     unit_header,
 )
 from brokerlab.report.sweeps import (
@@ -45,6 +46,7 @@ from brokerlab.report.sweeps import (
     knee_note,
     knees,
     not_applied_notes,
+    sweep_values,
     swept_keys,
 )
 from brokerlab.spark.results import t_quantile_975
@@ -55,6 +57,7 @@ __all__ = [
     "EXPLAINING_METRICS",
     "Difference",
     "MetricSelection",
+    "Miss",
     "Standing",
     "WorkloadVerdict",
     "headline_of",
@@ -81,6 +84,7 @@ EXPLAINING_METRICS: dict[str, tuple[str, ...]] = {
         "cache_eviction_work",
     ),
     "ack_state": (
+        "delivered",  # what a dispatch pause costs
         "ack_ranges_dropped",
         "ack_bytes_dropped",
         "dispatch_paused_ms",
@@ -142,6 +146,16 @@ class Difference:
             return None
         return self.low > 0 or self.high < 0
 
+    def short(self, metric: str) -> str:
+        """``-39.1%``, ``12.3x`` past +1,000%, or ``+31,675 ms`` when the reference mean is zero:
+        no interval."""
+        percent = self.percent
+        if percent is not None and percent > 1000:
+            return f"{format_ratio(1 + percent / 100)}x"
+        if percent is not None:
+            return format_percent(percent)
+        return _signed(metric, self.mean, unit=True)
+
     def text(self, metric: str) -> str:
         """``+12.3% [+10.1%, +14.5%]``; absolute values when the reference mean is zero."""
         percent = self.percent
@@ -198,6 +212,50 @@ class Standing:
 
 
 @dataclass(frozen=True)
+class Miss:
+    """How one limit under study did not bind in one configuration's cells."""
+
+    limit: str
+    """The limit and the key that sets it: ``the cache size (managedLedgerCacheSizeMB)``."""
+    detail: str
+    """The whole statement for this configuration, as ``verdicts.csv`` gives it."""
+    peak: float | None = None
+    """The largest value the configuration reached, when the limit has one to compare with."""
+    bound: float | None = None
+    """The limit's value in this configuration."""
+    unit: str = "count"
+    """``bytes`` or ``count``: how ``peak`` and ``bound`` are written."""
+    verb: str = "was never reached"
+
+
+def _miss_value(value: float, unit: str) -> str:
+    return format_bytes(value) if unit == "bytes" else format_count(value)
+
+
+def _misses_text(misses: Sequence[tuple[str, Miss]], order: Sequence[str]) -> str:
+    """One sentence for one limit that configurations never reached (``order``: every
+    configuration, in rank order)."""
+    first = misses[0][1]
+    sentence = f"{first.limit[0].upper()}{first.limit[1:]} {first.verb}"
+    peaks = [m.peak for _, m in misses if m.peak is not None]
+    bounds = sorted({m.bound for _, m in misses if m.bound is not None})
+    if peaks and bounds:
+        of = _miss_value(bounds[0], first.unit)
+        if len(bounds) > 1:
+            of = f"{of} to {_miss_value(bounds[-1], first.unit)}"
+        sentence += f" (peak at most {_miss_value(max(peaks), first.unit)} of {of})"
+    missed = {label for label, _ in misses}
+    others = [label for label in order if label not in missed]
+    if not others:
+        where = "in any configuration" if len(order) > 1 else ""
+    elif len(others) <= 2 < len(missed):
+        where = "in every configuration but " + " and ".join(others)
+    else:
+        where = "in " + ", ".join(label for label in order if label in missed)
+    return f"{sentence} {where}".rstrip() + "."
+
+
+@dataclass(frozen=True)
 class WorkloadVerdict:
     """The ranking of one workload's configurations on its headline metric, and what limits
     never bound in its cells."""
@@ -207,12 +265,21 @@ class WorkloadVerdict:
     higher_is_better: bool
     baseline: str
     standings: tuple[Standing, ...]
-    not_bound: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    not_bound: Mapping[str, tuple[Miss, ...]] = field(default_factory=dict)
     """Configuration label -> the limits under study it never reached."""
     notes: tuple[str, ...] = ()
     sweep_notes: tuple[str, ...] = ()
     """What the ``--set`` sweeps showed: keys that did not apply to a profile, the knee of a size
     sweep; part of :meth:`line`."""
+    same: tuple[tuple[str, ...], ...] = ()
+    """Configurations with the same headline value on every seed, in rank order: the verdict
+    names them together. Empty: every configuration stands alone."""
+    also: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    """Configuration label -> its explaining metrics that differ from the baseline beyond seed
+    noise, for a configuration whose headline does not."""
+    disabled: Mapping[str, str] = field(default_factory=dict)
+    """Configuration label -> the extension point of the headline it runs without (its plugin
+    there is ``disabled``): a zero there is no strategy's merit."""
 
     @property
     def best(self) -> Standing:
@@ -230,47 +297,77 @@ class WorkloadVerdict:
             if s.vs_best is not None and s.vs_best.distinguishable is False
         ]
 
+    def _groups(self) -> list[tuple[Standing, tuple[str, ...]]]:
+        """Each standing that leads a group of same results, with the group's labels."""
+        same = {group[0]: group for group in self.same}
+        members = {label for group in self.same for label in group[1:]}
+        return [
+            (s, same.get(s.label, (s.label,))) for s in self.standings if s.label not in members
+        ]
+
     def line(self) -> str:
-        """The verdict in one line, as ``brokerlab matrix`` prints it and the report lists it."""
+        """The verdict in one line, as ``brokerlab matrix`` prints it and the report lists it:
+        the configurations in rank order (same results named together), each with its difference
+        from the baseline, then what differs beyond noise where the headline does not, then the
+        limits that never bound."""
         direction = "higher" if self.higher_is_better else "lower"
         unit = METRICS[self.metric].unit if self.metric in METRICS else ""
-        best = self.best
         seeds = f"{self.seeds} seed{'s' if self.seeds != 1 else ''}"
-        parts = [
-            f"{self.workload}: {self.metric} ({unit}, {direction} is better, {seeds}): "
-            f"best {best.label} ({format_metric(self.metric, best.mean)})"
-        ]
-        if len(self.standings) == 1:
-            parts.append("only one configuration ran it")
+        head = f"{self.workload}: {self.metric} ({unit}, {direction} is better, {seeds}"
+        groups = self._groups()
+        if len(groups) == 1:
+            only = "one configuration ran it" if len(self.standings) == 1 else "the same results"
+            head += f"): {' = '.join(groups[0][1])}: {only}, "
+            head += format_metric(self.metric, self.best.mean)
+            sentences = [head]
         else:
-            tied = self.tied_with_best()
-            if tied:
-                parts.append("tied with it within seed noise: " + ", ".join(tied))
-            parts.append(self._against_baseline())
-        line = "; ".join(parts) + "."
-        if self.not_bound:
-            line += " " + self.not_bound_text()
-        return " ".join([line, *self.sweep_notes])
-
-    def _against_baseline(self) -> str:
-        shown = []
-        for s in self.standings:
-            if s.label == self.baseline or s.vs_baseline is None:
-                continue
-            verdict = {True: "beyond seed noise", False: "within seed noise", None: ""}[
+            head += f"; against {self.baseline}): "
+            distinguishable = [
                 s.vs_baseline.distinguishable
+                for s, _ in groups
+                if s.vs_baseline is not None and s.label != self.baseline
             ]
-            text = f"{s.label} {s.vs_baseline.text(self.metric)}"
-            shown.append(f"{text} {verdict}".rstrip())
-        return f"against {self.baseline}: " + ", ".join(shown) if shown else ""
+            if distinguishable and not any(distinguishable) and None not in distinguishable:
+                head += "no configuration differs beyond seed noise; "
+            sentences = [head + "; ".join(self._ranked(groups))]
+        if self.also:
+            together: dict[tuple[str, ...], list[str]] = {}
+            for label, texts in self.also.items():
+                together.setdefault(texts, []).append(label)
+            sentences.append(
+                "Beyond seed noise all the same: "
+                + "; ".join(f"{' = '.join(ls)}: {', '.join(ts)}" for ts, ls in together.items())
+            )
+        sentences += self.notes
+        text = ". ".join(s.rstrip(".") for s in sentences) + "."
+        return " ".join([text, *self.not_bound_sentences(), *self.sweep_notes])
 
-    def not_bound_text(self) -> str:
-        """``Did not bind: ...``, one clause per configuration (one if all say the same)."""
-        texts = {label: "; ".join(limits) for label, limits in self.not_bound.items()}
-        every = len(texts) == len(self.standings) and len(set(texts.values())) == 1
-        if every:
-            return f"Did not bind in any configuration: {next(iter(texts.values()))}."
-        return "Did not bind: " + " | ".join(f"{k}: {v}" for k, v in texts.items()) + "."
+    def _ranked(self, groups: Sequence[tuple[Standing, tuple[str, ...]]]) -> list[str]:
+        texts = []
+        for place, (s, labels) in enumerate(groups, start=1):
+            text = f"{place}. {' = '.join(labels)} {format_metric(self.metric, s.mean)}"
+            if s.label in self.disabled:
+                text += f" ({self.disabled[s.label]} disabled)"
+            if self.baseline in labels:
+                texts.append(f"{text} (baseline)")
+                continue
+            if s.vs_baseline is not None:
+                text += f", {s.vs_baseline.text(self.metric)}"
+                noise = s.vs_baseline.distinguishable
+                text += {True: " beyond seed noise", False: " within seed noise", None: ""}[noise]
+            if place > 1 and s.vs_best is not None and s.vs_best.distinguishable is False:
+                text += ", tied with the best"
+            texts.append(text)
+        return texts
+
+    def not_bound_sentences(self) -> list[str]:
+        """One sentence per limit that some configuration never reached."""
+        by_limit: dict[str, list[tuple[str, Miss]]] = {}
+        for label, misses in self.not_bound.items():
+            for miss in misses:
+                by_limit.setdefault(miss.limit, []).append((label, miss))
+        order = [s.label for s in self.standings]
+        return [_misses_text(found, order) for found in by_limit.values()]
 
 
 # ---- the headline and the values per configuration and seed ------------------------------------
@@ -390,10 +487,13 @@ class _Limit:
     point: str
     keys: tuple[str, ...]
     group: str
-    check: Callable[[_Cell], str | None]
+    check: Callable[[_Cell], Miss | None]
 
 
-def _cache_size(cell: _Cell) -> str | None:
+_CACHE_SIZE = "the cache size (managedLedgerCacheSizeMB)"
+
+
+def _cache_size(cell: _Cell) -> Miss | None:
     if cell.plugins.get("entry_cache") in (None, "", "disabled"):
         return None
     peak, evicted = cell.metric("cache_peak_bytes"), cell.metric("cache_evictions_size")
@@ -412,29 +512,34 @@ def _cache_size(cell: _Cell) -> str | None:
         limit = cache_size_bytes(size_mb, direct_mb)
         if peak >= limit:
             return None
-        return (
+        detail = (
             f"cache peak {format_bytes(peak)} below the cache size {format_bytes(limit)} "
             "(managedLedgerCacheSizeMB), no size eviction"
         )
-    return "no size eviction (cache size not recorded in these results)"
+        return Miss(_CACHE_SIZE, detail, peak, limit, "bytes")
+    return Miss(_CACHE_SIZE, "no size eviction (cache size not recorded in these results)")
 
 
-def _ack_ranges(cell: _Cell) -> str | None:
+def _ack_ranges(cell: _Cell) -> Miss | None:
     if cell.plugins.get("ack_state_persister") != "range-count":
         return None
     dropped, ranges = cell.metric("ack_ranges_dropped"), cell.metric("ack_max_ranges")
     limit = cell.setting("managedLedgerMaxUnackedRangesToPersist")
     if dropped is None or dropped > 0 or ranges is None:
         return None
+    bound = limit if isinstance(limit, int) else None
     of_limit = (
-        f" below managedLedgerMaxUnackedRangesToPersist {format_count(limit)}"
-        if isinstance(limit, int)
+        f" below managedLedgerMaxUnackedRangesToPersist {format_count(bound)}"
+        if bound is not None
         else ""
     )
-    return f"ack ranges peaked at {format_count(ranges)}{of_limit}, no range dropped"
+    detail = f"ack ranges peaked at {format_count(ranges)}{of_limit}, no range dropped"
+    return Miss(
+        "the ack range limit (managedLedgerMaxUnackedRangesToPersist)", detail, ranges, bound
+    )
 
 
-def _ack_bytes(cell: _Cell) -> str | None:
+def _ack_bytes(cell: _Cell) -> Miss | None:
     if cell.plugins.get("ack_state_persister") != "pip299":
         return None
     dropped, limit = (
@@ -443,15 +548,19 @@ def _ack_bytes(cell: _Cell) -> str | None:
     )
     if dropped is None or dropped > 0:
         return None
+    bound = limit if isinstance(limit, int) else None
     of_limit = (
-        f" (managedLedgerMaxAckStateInBytesToPersist {format_bytes(limit)})"
-        if isinstance(limit, int)
+        f" (managedLedgerMaxAckStateInBytesToPersist {format_bytes(bound)})"
+        if bound is not None
         else ""
     )
-    return f"no ack bytes dropped{of_limit}"
+    return Miss(
+        "the ack state byte limit (managedLedgerMaxAckStateInBytesToPersist)",
+        f"no ack bytes dropped{of_limit}",
+    )
 
 
-def _ack_memory(cell: _Cell) -> str | None:
+def _ack_memory(cell: _Cell) -> Miss | None:
     if cell.plugins.get("ack_state_persister") != "pip81":
         return None
     swapped = cell.metric("ack_swap_outs")
@@ -463,7 +572,10 @@ def _ack_memory(cell: _Cell) -> str | None:
         if isinstance(limit, int)
         else ""
     )
-    return f"no ack state swapped out{of_limit}"
+    return Miss(
+        "the ack state memory per cursor (maxIndividualAckCacheBytesPerCursor)",
+        f"no ack state swapped out{of_limit}",
+    )
 
 
 # Which switch turns on the dispatch pause of each persister that has one.
@@ -473,26 +585,30 @@ _PAUSE_SWITCH = {
 }
 
 
-def _pause(cell: _Cell) -> str | None:
+def _pause(cell: _Cell) -> Miss | None:
     switch = _PAUSE_SWITCH.get(cell.plugins.get("ack_state_persister", ""))
     paused = cell.metric("dispatch_paused_ms")
     if switch is None or cell.setting(switch) is not True or paused is None or paused > 0:
         return None
-    return f"dispatch never paused ({switch}=true)"
+    return Miss("dispatch", f"dispatch never paused ({switch}=true)", verb="never paused")
 
 
-def _kafka_index_size(cell: _Cell) -> str | None:
+_INDEX_CACHE_SIZE = "the index cache size (remote.log.index.file.cache.total.size.bytes)"
+
+
+def _kafka_index_size(cell: _Cell) -> Miss | None:
     evicted = cell.metric("index_cache_evictions_size")
     if evicted is None or evicted > 0:
         return None
     limit = cell.setting("remote.log.index.file.cache.total.size.bytes")
     peak = cell.metric("index_cache_resident_bytes_peak")
     if isinstance(limit, int) and peak is not None:
-        return (
+        detail = (
             f"index cache peak {format_bytes(peak)} below its size {format_bytes(limit)} "
             "(remote.log.index.file.cache.total.size.bytes), no size eviction"
         )
-    return "no index cache size eviction"
+        return Miss(_INDEX_CACHE_SIZE, detail, peak, limit, "bytes")
+    return Miss(_INDEX_CACHE_SIZE, "no index cache size eviction")
 
 
 LIMITS: tuple[_Limit, ...] = (
@@ -528,9 +644,10 @@ LIMITS: tuple[_Limit, ...] = (
         _kafka_index_size,
     ),
 )
-"""The limits a verdict checks. A limit is *under study* in a workload when its extension
-point's plugin or one of its keys differs between the configurations, when the headline metric is
-in its group, or when only one configuration ran."""
+"""The limits a verdict checks. A limit is *under study* in a workload when the headline metric
+is in its group or among its group's explaining metrics, when a ``--set`` key sets it, or when
+only one configuration ran. A limit of another concern (an ack-state limit on a cache workload)
+is not, even where the configurations differ in it: the workload does not ask about it."""
 
 
 def _json(text: object) -> dict[str, object]:
@@ -554,23 +671,32 @@ def _cells(rows: pd.DataFrame, labels: pd.Series) -> dict[str, _Cell]:
     return cells
 
 
-def _studied(limit: _Limit, cells: Mapping[str, _Cell], headline: str) -> bool:
-    if len(cells) == 1 or (headline in METRICS and METRICS[headline].group == limit.group):
-        return True
-    if limit.point and len({c.plugins.get(limit.point) for c in cells.values()}) > 1:
-        return True
-    return any(len({repr(c.setting(k)) for c in cells.values()}) > 1 for k in limit.keys)
+def _related(group: str, headline: str) -> bool:
+    """Whether a limit of ``group`` bears on ``headline``."""
+    in_group = headline in METRICS and METRICS[headline].group == group
+    return in_group or headline in EXPLAINING_METRICS.get(group, ())
 
 
-def not_bound(rows: pd.DataFrame, labels: pd.Series, headline: str) -> dict[str, tuple[str, ...]]:
+def _studied(
+    limit: _Limit, cells: Mapping[str, _Cell], headline: str, swept: Sequence[str]
+) -> bool:
+    return (
+        len(cells) == 1
+        or any(key in swept for key in limit.keys)
+        or _related(limit.group, headline)
+    )
+
+
+def not_bound(rows: pd.DataFrame, labels: pd.Series, headline: str) -> dict[str, tuple[Miss, ...]]:
     """Configuration label -> how each limit under study did not bind in its cells."""
     cells = _cells(rows, labels)
-    studied = [limit for limit in LIMITS if _studied(limit, cells, headline)]
+    swept = {key for text in rows["overrides"] for key in sweep_values(text)}
+    studied = [limit for limit in LIMITS if _studied(limit, cells, headline, sorted(swept))]
     found = {}
     for label, cell in cells.items():
-        texts = tuple(t for limit in studied if (t := limit.check(cell)) is not None)
-        if texts:
-            found[label] = texts
+        misses = tuple(m for limit in studied if (m := limit.check(cell)) is not None)
+        if misses:
+            found[label] = misses
     return found
 
 
@@ -665,8 +791,78 @@ def verdicts(
                 not_bound(rows, labels, metric),
                 tuple(notes),
                 tuple(_sweep_notes(rows, keys, not_applied or {})),
+                _same_results(ranked, values),
+                _beyond_noise_elsewhere(rows, labels, metric, standings, reference),
+                _disabled(rows, labels, metric),
             )
         )
+    return found
+
+
+def _same_results(
+    ranked: Sequence[str], values: Mapping[str, SeedValues]
+) -> tuple[tuple[str, ...], ...]:
+    """The configurations whose headline is the same on every seed, grouped in rank order."""
+    groups: dict[tuple[tuple[int, float], ...], list[str]] = {}
+    for label in ranked:
+        groups.setdefault(tuple(sorted(values[label].items())), []).append(label)
+    return tuple(tuple(group) for group in groups.values() if len(group) > 1)
+
+
+GROUP_POINTS: dict[str, str] = {
+    "cache": "entry_cache",
+    "delayed": "delayed_delivery",
+    "ack_state": "ack_state_persister",
+}
+"""The extension point whose plugin a metric group measures."""
+
+
+def _disabled(rows: pd.DataFrame, labels: pd.Series, headline: str) -> dict[str, str]:
+    """Configuration label -> the headline's extension point, where its plugin is disabled."""
+    point = GROUP_POINTS.get(METRICS[headline].group) if headline in METRICS else None
+    if point is None:
+        return {}
+    return {
+        label: point
+        for label, cell in _cells(rows, labels).items()
+        if cell.plugins.get(point) == "disabled"
+    }
+
+
+_ALSO_SHOWN = 3  # explaining metrics named per configuration in a verdict line
+
+
+def _beyond_noise_elsewhere(
+    rows: pd.DataFrame,
+    labels: pd.Series,
+    headline: str,
+    standings: Sequence[Standing],
+    reference: str,
+) -> dict[str, tuple[str, ...]]:
+    """For each configuration whose headline is within seed noise of the reference: the first
+    explaining metrics of the headline's concerns that differ from it beyond seed noise (a limit
+    that bound and cost something the headline does not count)."""
+    names = [
+        m
+        for group, explaining in EXPLAINING_METRICS.items()
+        if _related(group, headline)
+        for m in explaining
+        if m != headline
+    ]
+    by_metric = {m: _by_seed(rows, labels, m) for m in dict.fromkeys(names)}
+    found = {}
+    for s in standings:
+        if s.label == reference or s.vs_baseline is None or s.vs_baseline.distinguishable:
+            continue
+        texts = []
+        for metric, by_label in by_metric.items():
+            if s.label not in by_label or reference not in by_label:
+                continue
+            difference = paired_difference(by_label[s.label], by_label[reference], reference)
+            if difference is not None and difference.distinguishable:
+                texts.append(f"{metric} {difference.short(metric)}")
+        if texts:
+            found[s.label] = tuple(texts[:_ALSO_SHOWN])
     return found
 
 
@@ -702,7 +898,7 @@ def verdict_rows(found: Sequence[WorkloadVerdict]) -> pd.DataFrame:
             for name, difference in (("best", s.vs_best), ("baseline", s.vs_baseline)):
                 row[f"vs_{name}"] = difference.reference if difference else ""
                 row.update(_difference_columns(name, difference))
-            row["did_not_bind"] = "; ".join(verdict.not_bound.get(s.label, ()))
+            row["did_not_bind"] = "; ".join(m.detail for m in verdict.not_bound.get(s.label, ()))
             rows.append(row)
     return pd.DataFrame(rows)
 
