@@ -31,6 +31,7 @@ from brokerlab_plugins.cache_trace.replay import Pip430Requests, TraceReplay, re
 from brokerlab_plugins.cache_trace.simulator import load_trace, replay_trace
 from brokerlab_plugins.cache_trace.synthetic import zipf_csv
 from brokerlab_plugins.cache_trace.traces import ORACLE_GENERAL, TraceLimits, read_trace
+from brokerlab_plugins.legacy_cache import LegacyEntryCache
 
 ROOT = Path(__file__).resolve().parents[2]
 PROFILES = ROOT / "profiles"
@@ -418,6 +419,133 @@ def test_same_seed_same_result_and_seeds_do_not_change_a_trace(host: PluginHost)
     first = run(host, "trace-zipf", seed=3)
     assert run(host, "trace-zipf", seed=3).to_json() == first.to_json()
     assert run(host, "trace-zipf", seed=4).metrics == first.metrics
+
+
+# ---- why PIP-430 trails the legacy cache at a 1 s TTL -----------------------------------------
+
+
+PULSAR_CACHES = ("pulsar-4.0-legacy.conf", "pulsar-4.2.conf", "pulsar-5.0.conf")
+
+
+def replay_hits(host: PluginHost, workload: WorkloadDocument, profile: str) -> list[bool]:
+    """Whether each request of ``workload`` hit under ``profile``, request by request."""
+    loaded = load_profile(PROFILES / profile, host=host)
+    request = SimulationRequest(loaded, host.resolve(loaded), workload, 0)
+    hits: list[bool] = replay_trace(request)[1].tolist()
+    return hits
+
+
+@pytest.mark.parametrize("readmitted", [True, False])
+def test_a_lower_position_admitted_again_keeps_legacy_entries_past_their_ttl(
+    tmp_path: Path, host: PluginHost, readmitted: bool
+) -> None:
+    """The legacy expiry (pre-4.1 ``RangeCache.evictLEntriesBeforeTimestamp``) walks one
+    ledger cache in position order and stops at the first entry that has not expired. A trace
+    object missed again is admitted at its old position with a new timestamp, so an object of a
+    lower position admitted again blocks the expiry of every older entry above it (PIP-430's
+    motivation: the walk assumes position order is time order). PIP-430's removal queue is in
+    insertion order and honours the TTL, with or without the recently-accessed requeue (the
+    entry is not read within its TTL).
+
+    A is at position 0, B at position 1 (admitted at 0.25 s, expired at 1.25 s). A re-admitted
+    at 1.1 s keeps B in the legacy cache until A expires at 2.1 s: B's request at 1.9 s hits
+    there, 1.65 s after it was admitted. Without A's re-admission it misses everywhere."""
+    a, b = 7, 3
+    rows: list[Row] = [(0.0, a, 100), (0.25, b, 100)]
+    rows += [(1.1, a, 100)] if readmitted else []
+    rows += [(1.9, b, 100)]
+    write_csv(tmp_path / "t.csv", rows)
+    workload = load_workload(host, str(write_workload(tmp_path, "t.csv", "csv")))
+    legacy = replay_hits(host, workload, "pulsar-4.0-legacy.conf")
+    assert legacy[-1] is readmitted
+    assert not any(legacy[:-1])
+    for profile in ("pulsar-4.2.conf", "pulsar-5.0.conf"):
+        assert not any(replay_hits(host, workload, profile)), profile
+
+
+def admitted_ages_s(workload: WorkloadDocument, hits: Sequence[bool]) -> list[float]:
+    """For each hit, seconds since its object was last admitted (its latest miss)."""
+    assert isinstance(workload, TraceWorkload)
+    objects, times, _ = load_trace(workload).columns()
+    admitted: dict[int, int] = {}
+    ages = []
+    for obj, t, hit in zip(objects, times, hits, strict=True):
+        if hit:
+            ages.append((t - admitted[obj]) / 1e9)
+        else:
+            admitted[obj] = t
+    return ages
+
+
+def test_on_trace_zipf_only_the_legacy_cache_keeps_entries_past_the_ttl(
+    host: PluginHost,
+) -> None:
+    """Why the legacy cache beats every PIP-430 profile on trace-zipf at the 1 s TTL: on this
+    trace its expiry is blocked (see the test above) and it fills to its size limit, while
+    pulsar-5.0 is an exact 1 s TTL and pulsar-4.2 keeps only entries read within their TTL.
+    Lifting the TTL reverses the order. Figures in docs/workloads.md ("The built-in Zipf
+    trace")."""
+    workload = load_workload(host, "trace-zipf")
+    limit = load_profile(PROFILES / "pulsar-4.2.conf", host=host).settings.cache_size_bytes
+    result = {p: run(host, workload, p).metrics for p in PULSAR_CACHES}
+    ratio = {p: m["trace_hit_ratio"] for p, m in result.items()}
+    assert ratio["pulsar-4.0-legacy.conf"] > ratio["pulsar-4.2.conf"] > ratio["pulsar-5.0.conf"]
+    # pulsar-5.0: no hit on an entry older than the TTL and one eviction interval.
+    five = admitted_ages_s(workload, replay_hits(host, workload, "pulsar-5.0.conf"))
+    assert max(five) <= 1.0 + 0.01
+    # legacy: most hits are on entries admitted more than a TTL earlier; it fills up.
+    legacy = admitted_ages_s(workload, replay_hits(host, workload, "pulsar-4.0-legacy.conf"))
+    assert sum(age > 1.0 for age in legacy) > len(legacy) / 2
+    assert result["pulsar-4.0-legacy.conf"]["trace_peak_cache_bytes"] > 0.9 * limit
+    for profile in ("pulsar-4.2.conf", "pulsar-5.0.conf"):
+        assert result[profile]["trace_peak_cache_bytes"] < 0.25 * limit
+    # The TTL isolates it: without one, pulsar-4.2 is well ahead of the legacy cache.
+    no_ttl = {p: run(host, workload, p, NO_TTL).metrics["trace_hit_ratio"] for p in ratio}
+    assert no_ttl["pulsar-4.2.conf"] > no_ttl["pulsar-4.0-legacy.conf"] + 0.2
+
+
+class _UnblockedExpiry(_ThroughTheProtocol):
+    """The legacy cache with a counterfactual expiry that removes every expired entry wherever it
+    sits, instead of stopping at the first live position (a wrapper: the cache may be
+    compiled, and a compiled class cannot be patched or subclassed)."""
+
+    def __init__(self, cache: LegacyEntryCache) -> None:
+        super().__init__(cache)
+        self._legacy = cache
+
+    def evict_expired(self) -> None:
+        cache = self._legacy
+        max_ts = cache._clock.now_ns() - cache.limits.ttl_ns
+        for ledger in cache._caches.values():
+            doomed = [key for key, (_, ts) in ledger.entries.items() if ts <= max_ts]
+            freed = sum(ledger.entries.pop(key)[0] for key in doomed)
+            ledger.size -= freed  # the keys stay in the position heap, as remove_ledger leaves them
+            cache._removed(freed)
+
+
+def test_legacy_expiry_unblocked_loses_its_lead_on_trace_zipf(host: PluginHost) -> None:
+    """The counterfactual: with an expiry that is never blocked, the legacy cache is an exact
+    1 s TTL on this trace, level with pulsar-5.0 and behind pulsar-4.2. Its lead over PIP-430
+    is the head-of-line blocking and nothing else."""
+    workload = load_workload(host, "trace-zipf")
+    assert isinstance(workload, TraceWorkload)
+    ratio = {p: run(host, workload, p).metrics["trace_hit_ratio"] for p in PULSAR_CACHES}
+    profile = load_profile(PROFILES / "pulsar-4.0-legacy.conf", host=host)
+    choices = host.resolve(profile)
+    loop = EventLoop()
+    cache = choices.entry_cache.record.factory(plugin_context(profile, choices, loop, 0))
+    assert isinstance(cache, LegacyEntryCache)
+    replay = TraceReplay(
+        _UnblockedExpiry(cache),  # type: ignore[arg-type]
+        choices.cursor_container.record.factory(),
+        loop,
+        eviction_interval_ns=profile.settings.cache_eviction_interval_ms * 1_000_000,
+        entries_per_ledger=profile.settings.managed_ledger_max_entries_per_ledger,
+    )
+    unblocked = float(replay.run(load_trace(workload)).mean())
+    assert ratio["pulsar-4.0-legacy.conf"] - unblocked > 0.1
+    assert abs(unblocked - ratio["pulsar-5.0.conf"]) < 0.005
+    assert unblocked < ratio["pulsar-4.2.conf"]
 
 
 # ---- the simulator record -------------------------------------------------------------------
