@@ -4,6 +4,7 @@ rows (no Spark: the rows are what a matrix writes, built by hand)."""
 from __future__ import annotations
 
 import csv
+import html
 import json
 import os
 import re
@@ -370,7 +371,9 @@ def test_report_opens_with_verdicts_and_writes_verdicts_csv(tmp_path: Path) -> N
     report = build_report(tmp_path)
     page = report.path.read_text(encoding="utf-8")
     line = report.verdicts[0].line()
-    assert page.index(line.split(";")[0]) < page.index("<h2 id='w'>")  # at the top
+    first = re.search(r"<li class='verdict'>(.*?)</li>", page)
+    assert first is not None and first.start() < page.index("<h2 id='w'>")  # at the top
+    assert " ".join(html.unescape(re.sub(r"<[^>]+>", "", first.group(1))).split()) == line
     assert "0 failed" in page and "<span class='failed'>0 failed" not in page
     assert "{&quot;entry_cache&quot;" not in page and "entry_cache=pip430" in page
     with (tmp_path / "verdicts.csv").open() as handle:

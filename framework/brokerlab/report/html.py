@@ -30,7 +30,8 @@ th:first-child, td:first-child, td.text { text-align: left; }
 img { max-width: 100%; }
 pre { font-size: 0.75em; background: #f6f6f6; padding: 0.5em; overflow-x: auto; }
 .failed { color: #a00; }
-.verdict { margin: 0.4em 0; }
+.verdict { margin: 0.5em 0; }
+.verdict .aside { display: block; color: #555; font-size: 0.9em; }
 .quiet { color: #666; font-size: 0.85em; }
 """
 
@@ -147,14 +148,21 @@ def _configurations(configurations: Sequence[Configuration]) -> str:
     return "\n".join(lines)
 
 
+def _verdict_html(verdict: WorkloadVerdict) -> str:
+    """The verdict's text, its workload in bold and each aside on a line of its own."""
+    first, *asides = verdict.sentences()
+    name = verdict.workload
+    head = f"<a href='#{_e(name)}'><strong>{_e(name)}</strong></a>{_e(first[len(name) :])}"
+    return head + "".join(f" <span class='aside'>{_e(text)}</span>" for text in asides)
+
+
 def _section(section: WorkloadSection) -> list[str]:
     verdict = section.verdict
     selection = section.selection
     name = verdict.workload
     parts = [
         f"<h2 id='{_e(name)}'>{_e(name)}</h2>",
-        f"<p class='verdict'>{_e(verdict.line())}</p>",
-        *(f"<p class='quiet'>{_e(note)}</p>" for note in verdict.notes),
+        f"<p class='verdict'>{_verdict_html(verdict)}</p>",
         _ranking(verdict),
         _image(section.bars, name),
         _metric_table(section),
@@ -200,7 +208,7 @@ def render(
         "<ul class='quiet'>" + "".join(f"<li>{_e(line)}</li>" for line in provenance) + "</ul>",
         "<h2>Verdicts</h2>",
         "<ul>"
-        + "".join(f"<li class='verdict'>{_e(s.verdict.line())}</li>" for s in sections)
+        + "".join(f"<li class='verdict'>{_verdict_html(s.verdict)}</li>" for s in sections)
         + "</ul>",
         _configurations(configurations),
     ]

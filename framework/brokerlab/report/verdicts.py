@@ -310,6 +310,10 @@ class WorkloadVerdict:
         the configurations in rank order (same results named together), each with its difference
         from the baseline, then what differs beyond noise where the headline does not, then the
         limits that never bound."""
+        return " ".join(self.sentences())
+
+    def sentences(self) -> list[str]:
+        """:meth:`line` in its sentences: the ranking first, then each aside."""
         direction = "higher" if self.higher_is_better else "lower"
         unit = METRICS[self.metric].unit if self.metric in METRICS else ""
         seeds = f"{self.seeds} seed{'s' if self.seeds != 1 else ''}"
@@ -339,8 +343,8 @@ class WorkloadVerdict:
                 + "; ".join(f"{' = '.join(ls)}: {', '.join(ts)}" for ts, ls in together.items())
             )
         sentences += self.notes
-        text = ". ".join(s.rstrip(".") for s in sentences) + "."
-        return " ".join([text, *self.not_bound_sentences(), *self.sweep_notes])
+        ended = [f"{s.rstrip('.')}." for s in sentences]
+        return [*ended, *self.not_bound_sentences(), *self.sweep_notes]
 
     def _ranked(self, groups: Sequence[tuple[Standing, tuple[str, ...]]]) -> list[str]:
         texts = []
