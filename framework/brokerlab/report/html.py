@@ -25,7 +25,8 @@ _STYLE = """
 body { font-family: sans-serif; margin: 2em; color: #222; max-width: 80em; }
 table { border-collapse: collapse; font-size: 0.85em; margin: 1em 0; }
 th, td { border: 1px solid #ccc; padding: 0.25em 0.5em; text-align: right; }
-th:first-child, td:first-child, td.text { text-align: left; }
+th:first-child, td:first-child, th.text, td.text { text-align: left; }
+td.text { overflow-wrap: anywhere; }  /* a Java class name must not widen the table */
 .wide { overflow-x: auto; max-width: 100%; }
 img { max-width: 100%; }
 pre { font-size: 0.75em; background: #f6f6f6; padding: 0.5em; overflow-x: auto; }
