@@ -50,12 +50,23 @@ window.addEventListener("load", () => {
                                              complete: i.complete})),
     scrollWidth: document.documentElement.scrollWidth,
     innerWidth: window.innerWidth,
+    tables: [...document.querySelectorAll(".wide")].map(d => d.scrollWidth - d.clientWidth),
     verdicts: [...document.querySelectorAll("li.verdict")].map(li => li.textContent),
   });
   document.body.appendChild(out);
 });
 </script>
 """
+
+
+# A real setting whose value is one long word: the configurations table must wrap it.
+TRACKER = {
+    "pip448": {
+        "delayedDeliveryTrackerFactoryClassName": "org.apache.pulsar.broker.delayed."
+        "InMemoryTopicDelayedDeliveryTrackerFactory"
+    }
+}
+TRACKER.update({name: {} for name in ("legacy", "pip430", "in-memory")})
 
 
 def result(
@@ -74,7 +85,9 @@ def result(
         profile_fingerprint=f"{profile}{sets}",
         plugins=json.dumps({"entry_cache": profile, "ack_state_persister": "range-count"}),
         plugin_versions=json.dumps({"entry_cache": "brokerlab 0.1.0"}),
-        settings=json.dumps({SIZE: int(overrides.get(SIZE, 64)), "sim.maxDirectMemoryMB": 4096}),
+        settings=json.dumps(
+            {SIZE: int(overrides.get(SIZE, 64)), "sim.maxDirectMemoryMB": 4096, **TRACKER[profile]}
+        ),
         brokerlab_version="0.1.0",
         finished_at="2026-11-28T00:00:00+00:00",
     )
@@ -158,6 +171,10 @@ def test_the_report_renders_whole_in_a_browser(tmp_path: Path, width: int) -> No
     assert len(images) == 6, [i["alt"] for i in images]
     assert all(i["complete"] and i["width"] > 0 for i in images), images
     assert measured["scrollWidth"] <= measured["innerWidth"], measured  # no sideways scrolling
+    tables = measured["tables"]
+    assert isinstance(tables, list) and tables
+    if width >= 1280:  # wide enough for every table: none scrolls sideways inside its box
+        assert all(extra == 0 for extra in tables), tables
     shown = measured["verdicts"]
     assert isinstance(shown, list)
     assert [" ".join(text.split()) for text in shown] == [v.line() for v in report.verdicts]
