@@ -65,7 +65,7 @@ class ShowcaseFocus:
     """A comparison the showcase adds to every ready profile x every workload: one profile with
     a limit it studies lowered (its ``--set`` values are in its label), so that the limit binds
     within a shortened run. The profiles keep Pulsar's (or the proposal's) defaults, and the
-    showcase runs them too: their "did not bind" warnings are part of the story."""
+    showcase runs them too: their "was never reached" warnings are part of the story."""
 
     profile: str
     """File name in ``profiles/``."""
