@@ -639,6 +639,18 @@ def test_timeline_path_is_checked_before_the_run(tmp_path: Path, target: str, pr
     one_error(result, "'--timeline'", f"'{timeline}'", problem, "allowed: a file path")
 
 
+@pytest.mark.parametrize("command", ["run", "matrix"])
+def test_a_scale_too_small_for_the_workloads_outages_is_one_clear_error(
+    tmp_path: Path, command: str
+) -> None:
+    # It was an internal error (a pydantic traceback) when the shortened workload was validated.
+    out = ["--out", str(tmp_path / "out")] if command == "matrix" else []
+    args = ["--profile", str(PULSAR_42), "--workload", "rolling-restart", "--scale", "0.03"]
+    result = brokerlab(command, *args, *out)
+    one_error(result, "'--scale'", "'rolling-restart' too far", "at least 0.05 for this workload")
+    assert not (tmp_path / "out" / "results").exists()  # refused before Spark started
+
+
 @pytest.mark.skipif(not Path("/proc").is_dir(), reason="needs procfs")
 def test_timeline_that_cannot_be_written_is_one_clear_error(tmp_path: Path) -> None:
     # procfs takes no new files, though (as root) it looks writable: the write itself fails.

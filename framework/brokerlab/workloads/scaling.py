@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import math
+from itertools import pairwise
+
+from pydantic import ValidationError
+
 from brokerlab.errors import WorkloadError
 from brokerlab.workloads.model import WorkloadSpec
 
-__all__ = ["check_scale", "estimated_cost", "scale_workload"]
+__all__ = ["check_scale", "estimated_cost", "scale_workload", "smallest_scale"]
 
 
 def check_scale(factor: float) -> None:
@@ -52,7 +57,38 @@ def scale_workload(spec: WorkloadSpec, factor: float) -> WorkloadSpec:
                 consumer["connect_at_s"] *= factor
                 consumer["disconnect_at_s"] = seconds(consumer["disconnect_at_s"])
                 consumer["nack_redelivery_delay_ms"] = millis(consumer["nack_redelivery_delay_ms"])
-    return WorkloadSpec.model_validate(data)
+    try:
+        return WorkloadSpec.model_validate(data)
+    except ValidationError as error:
+        # Outages keep their length (a broker takes as long to restart in a shortened run), so
+        # a small enough factor moves one event into the outage of the one before it.
+        reason = str(error.errors()[0]["msg"]).removeprefix("Value error, ")
+        reason = reason.removesuffix("; move it after the outage")
+        smallest = smallest_scale(spec)
+        raise WorkloadError(
+            f"shortens workload {spec.name!r} too far: {reason}",
+            key="--scale",
+            value=factor,
+            allowed=f"at least {smallest:g} for this workload" if smallest > factor else None,
+        ) from None
+
+
+def smallest_scale(spec: WorkloadSpec) -> float:
+    """The smallest factor that keeps every restart or unload of ``spec`` after the outage of
+    the one before it, rounded up to 2 significant digits (0 when it has fewer than two)."""
+    outages = sorted((e.at_s, e.outage_s) for e in spec.events if e.kind in ("restart", "unload"))
+    needed = max(
+        (
+            outage / (next_at - at)
+            for (at, outage), (next_at, _) in pairwise(outages)
+            if next_at > at
+        ),
+        default=0.0,
+    )
+    if needed <= 0:
+        return 0.0
+    digits = 1 - math.floor(math.log10(needed))
+    return math.ceil(needed * 10**digits) / 10**digits
 
 
 def estimated_cost(spec: WorkloadSpec) -> float:
