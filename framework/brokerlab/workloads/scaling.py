@@ -88,7 +88,7 @@ def smallest_scale(spec: WorkloadSpec) -> float:
     if needed <= 0:
         return 0.0
     digits = 1 - math.floor(math.log10(needed))
-    return math.ceil(needed * 10**digits) / 10**digits
+    return math.ceil(needed * 10.0**digits) / 10.0**digits
 
 
 def estimated_cost(spec: WorkloadSpec) -> float:
