@@ -249,8 +249,9 @@ def brokerlab_simulators() -> Iterable[SimulatorRecord]:
     workload document selects one with its top-level key `simulator` (default `pulsar`); the
     record's `workload_model` validates the document, `run(request)` takes a
     [`SimulationRequest`][brokerlab.protocols.SimulationRequest] and returns a
-    [`SimulationOutput`][brokerlab.protocols.SimulationOutput] whose metrics are registered in
-    `brokerlab.metrics` under this simulator's name. `run` must be a pure function of the
+    [`SimulationOutput`][brokerlab.protocols.SimulationOutput] whose metrics are declared (by
+    `brokerlab_metrics`, usually of the same plugin) under this simulator's name (a declared one
+    it leaves out is null in the results). `run` must be a pure function of the
     profile, the workload and the seed.
 
     **Example:**
