@@ -14,6 +14,7 @@ from brokerlab._api import load_profile, make_host, simulate
 from brokerlab.errors import BrokerlabError, Origin, PluginError, ProfileError, WorkloadError
 from brokerlab.hookspecs import hookimpl
 from brokerlab.host import PluginHost
+from brokerlab.metrics import Metric
 from brokerlab.profiles.loader import Profile
 from brokerlab.protocols import (
     AckState,
@@ -69,6 +70,7 @@ __all__ = [
     "EvictionPass",
     "EvictionPredicate",
     "EvictionPredicateRecord",
+    "Metric",
     "Origin",
     "PersistOutcome",
     "PluginContext",

@@ -32,7 +32,6 @@ from brokerlab.errors import (
 )
 from brokerlab.files import atomic_path, unwritable_reason
 from brokerlab.host import EXTENSION_POINTS, PluginHost
-from brokerlab.metrics import METRICS
 from brokerlab.profiles import Profile, render_reference
 from brokerlab.profiles.loader import property_text
 from brokerlab.profiles.model import SECTIONS, field_for_key
@@ -277,10 +276,11 @@ def _cmd_plugins(args: argparse.Namespace, host: PluginHost, out: TextIO) -> int
 
 
 def _cmd_metrics(args: argparse.Namespace, host: PluginHost, out: TextIO) -> int:
+    registry = host.metrics()
     if args.markdown:
-        out.write(metrics_markdown())
+        out.write(metrics_markdown(registry))
         return EXIT_OK
-    for m in METRICS.values():
+    for m in registry.values():
         out.write(f"{m.name:<36} {m.unit:<10} {m.description}\n")
     return EXIT_OK
 
@@ -324,7 +324,7 @@ def _cmd_run(args: argparse.Namespace, host: PluginHost, out: TextIO) -> int:
     if args.json:
         out.write(result.to_json() + "\n")
     else:
-        out.write(format_result(result))
+        out.write(format_result(result, host.metrics()))
     return EXIT_OK
 
 

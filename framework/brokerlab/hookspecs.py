@@ -8,7 +8,9 @@ then talks to through the protocols in [`brokerlab.protocols`][brokerlab.protoco
 
 No hook is `firstresult`: the host calls every implementation and collects all their records. A
 profile selects one record per extension point by name or alias; two records with one name, from
-any two plugins, are an error that names both distributions.
+any two plugins, are an error that names both distributions. `brokerlab_metrics` yields metric
+declarations rather than records: what a plugin reports, whichever of its records a profile
+selects.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from collections.abc import Iterable
 
 import pluggy
 
+from brokerlab.metrics import Metric
 from brokerlab.records import (
     AckStatePersisterRecord,
     CursorContainerRecord,
@@ -246,8 +249,9 @@ def brokerlab_simulators() -> Iterable[SimulatorRecord]:
     workload document selects one with its top-level key `simulator` (default `pulsar`); the
     record's `workload_model` validates the document, `run(request)` takes a
     [`SimulationRequest`][brokerlab.protocols.SimulationRequest] and returns a
-    [`SimulationOutput`][brokerlab.protocols.SimulationOutput] whose metrics are registered in
-    `brokerlab.metrics` under this simulator's name. `run` must be a pure function of the
+    [`SimulationOutput`][brokerlab.protocols.SimulationOutput] whose metrics are declared (by
+    `brokerlab_metrics`, usually of the same plugin) under this simulator's name (a declared one
+    it leaves out is null in the results). `run` must be a pure function of the
     profile, the workload and the seed.
 
     **Example:**
@@ -262,6 +266,44 @@ def brokerlab_simulators() -> Iterable[SimulatorRecord]:
             run=run_kafka,
             scale=scale_kafka_workload,
             cost=lambda workload: workload.duration_s * len(workload.partitions),
+        )
+    ```
+    """
+
+
+@hookspec
+def brokerlab_metrics() -> Iterable[Metric]:
+    """Declare the metrics a plugin reports: name, unit, kind, meaning, how seeds aggregate.
+
+    **When:** once, when the host assembles the metric registry (`brokerlab run`, `matrix`,
+    `metrics`, and before every simulation). The framework declares the broker model's own metrics
+    (`brokerlab.metrics.FRAMEWORK_METRICS`) through this same hook.
+
+    **Parameters:** none.
+
+    **Returns:** an iterable of [`Metric`][brokerlab.metrics.Metric]. The registry is the union of
+    what every loaded plugin declares; a name declared by two plugins (or by a plugin and the
+    framework) is an error naming both. A plugin reports values under these names from the
+    `stats()` of the objects its factories build (a simulator: in its `SimulationOutput`); a
+    reported name nobody declared fails the run. Every declared metric of a run's simulator
+    appears in its results, null where nothing reported it (never 0), unless it sets
+    `reported_when`. Declare a metric once, in the plugin that produces it; prefix its name with
+    something of your plugin's (`clock_`), since names share one namespace with every other
+    plugin's. `unit`, `kind`, `description`, `higher_is_better` and `aggregation` travel with
+    the results, so a report reads them where the plugin is not installed.
+
+    **Example:**
+
+    ```python
+    @brokerlab.hookimpl
+    def brokerlab_metrics():
+        yield Metric(
+            name="clock_second_chances",
+            unit="entries",
+            kind="counter",
+            description="Entries the clock hand spared because they were read since queued.",
+            group="clock",
+            aggregation="mean",
         )
     ```
     """

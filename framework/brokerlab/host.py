@@ -17,6 +17,7 @@ import pluggy
 
 from brokerlab import hookspecs
 from brokerlab.errors import Origin, PluginError, ProfileError, WorkloadError, did_you_mean
+from brokerlab.metrics import FRAMEWORK_PLUGIN, Declared, Metric, MetricRegistry
 from brokerlab.records import (
     AckStatePersisterRecord,
     CursorContainerRecord,
@@ -93,7 +94,7 @@ EXTENSION_POINTS: tuple[ExtensionPoint, ...] = (
     ExtensionPoint("workload", "brokerlab_workloads", WorkloadRecord, "workloads"),
     ExtensionPoint("simulator", "brokerlab_simulators", SimulatorRecord, "simulators"),
 )
-_BUILTIN_SIMULATOR = "brokerlab.broker.simulator"
+_BUILTIN_SIMULATOR = FRAMEWORK_PLUGIN
 """The framework's own Pulsar broker model: registered by every host, whatever is blocked."""
 _BY_NAME = {point.name: point for point in EXTENSION_POINTS}
 
@@ -176,6 +177,7 @@ class PluginHost:
         self._dists = self._distributions()
         self._records: dict[str, tuple[Registered[Any], ...]] = {}
         self._settings: tuple[Registered[SettingsRecord], ...] | None = None
+        self._metrics: MetricRegistry | None = None
 
     # ---- registration ------------------------------------------------------------------------
 
@@ -315,6 +317,36 @@ class PluginHost:
             self._settings = tuple(found)
         return self._settings
 
+    def metrics(self) -> MetricRegistry:
+        """The metric registry: the framework's own metrics, then every other plugin's
+        declarations (``brokerlab_metrics``) by plugin name. Raises :class:`PluginError`,
+        naming both plugins, when two declare one name."""
+        if self._metrics is None:
+            found = self._collect("brokerlab_metrics", Metric)
+            # The framework's first, then by plugin: an order that is the same in every process.
+            ordered = sorted(found, key=lambda r: (r.plugin != _BUILTIN_SIMULATOR, r.plugin))
+            owner: dict[str, Registered[Metric]] = {}
+            for reg in ordered:
+                problem = _metric_name_problem(reg.record.name)
+                if problem is not None:
+                    raise PluginError(
+                        f"plugin {reg.plugin!r} ({reg.source}) declared the metric "
+                        f"{reg.record.name!r}, whose name {problem}",
+                        allowed="lower-case letters, digits and underscores after a letter",
+                    )
+                other = owner.get(reg.record.name)
+                if other is not None:
+                    raise PluginError(
+                        f"the metric {reg.record.name!r} is declared twice: by plugin "
+                        f"{other.plugin!r} ({other.source}) and by plugin {reg.plugin!r} "
+                        f"({reg.source}); rename one of them"
+                    )
+                owner[reg.record.name] = reg
+            self._metrics = MetricRegistry(
+                Declared(reg.record, reg.plugin, reg.source) for reg in ordered
+            )
+        return self._metrics
+
     def plugin_settings(self) -> tuple[SettingsRecord, ...]:
         """The bare settings records, as the profile loader takes them."""
         return tuple(reg.record for reg in self.settings_records())
@@ -444,6 +476,17 @@ def _name_problem(name: object) -> str | None:
         return "contains a comma, which separates the names of a list (sim.evictionPredicates)"
     if not name.isprintable():
         return "contains a line break or another unprintable character"
+    return None
+
+
+def _metric_name_problem(name: object) -> str | None:
+    """Why ``name`` cannot name a metric (a Parquet column, a CSV value), if it cannot."""
+    if not isinstance(name, str) or not name:
+        return "is empty or not text"
+    if not (name[0].isascii() and name[0].islower()) or not all(
+        c.isascii() and (c.islower() or c.isdigit() or c == "_") for c in name
+    ):
+        return "is not made of lower-case letters, digits and underscores after a letter"
     return None
 
 

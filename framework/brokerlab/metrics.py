@@ -1,31 +1,63 @@
-"""The one registry of metric names: unit, kind and meaning of every number a simulation reports.
+"""Metrics: what each reported number means, and the registry of every declared metric.
 
-Plugins report through ``stats()`` and the broker model through its own counters; both may only use
-names registered here, so results, reports and ``docs/metrics.md`` (generated from this table)
-always agree on what a number means.
+A metric belongs to whoever produces it. The framework declares the broker model's own metrics
+(:data:`FRAMEWORK_METRICS`: messages, latency, storage reads, publishing, invariants, and the
+vocabulary every plugin of an extension point shares, such as an entry cache's hits and misses);
+each plugin declares its own through the ``brokerlab_metrics`` hook. The plugin host assembles the
+union of what the loaded plugins declare into a :class:`MetricRegistry`; a name declared twice is
+an error naming both plugins. Results, reports and ``docs/metrics.md`` are built from it.
+
+:data:`METRICS` is the registry in effect: the one a caller set with :func:`using` (the CLI sets
+its host's, a report the one recorded with its results), else the installed plugins'.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import functools
+import os
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import asdict, dataclass
 from functools import partial
-from typing import Literal
+from typing import Any, Literal
 
-__all__ = ["METRICS", "Metric", "invariants", "metric", "metrics_of"]
+__all__ = [
+    "FRAMEWORK_METRICS",
+    "FRAMEWORK_PLUGIN",
+    "METRICS",
+    "Declared",
+    "Metric",
+    "MetricRegistry",
+    "current",
+    "installed",
+    "invariants",
+    "metric",
+    "metrics_of",
+    "using",
+]
 
-Kind = Literal["counter", "gauge", "ratio", "latency"]
+Kind = Literal["counter", "gauge", "ratio", "latency", "summary"]
+Aggregation = Literal["mean", "sum", "max", "min"]
 
 
 @dataclass(frozen=True)
 class Metric:
-    """A reported number. ``invariant`` metrics must be zero in every correct run.
+    """A reported number, as its producer declares it.
 
-    ``simulator`` names the broker model that reports it: a run reports exactly the metrics of its
-    simulator, and the others stay empty (null) in matrix results. A metric with ``reported_when``
-    is reported only by runs that meet that condition (a mechanism the workload switches on), so
-    the results of every other run stay as they were before the mechanism existed.
-    ``higher_is_better`` tells a report which way to rank configurations on the metric (a hit
-    ratio, a rate achieved); every other metric is a cost, where lower is better.
+    ``kind``: a ``counter`` adds up over the run (and over a cluster's brokers), a ``gauge`` is a
+    peak or end value, a ``ratio`` is computed at the end, a ``latency`` or ``summary`` is a
+    statistic (percentile, mean) of a distribution. ``invariant`` metrics must be zero in every
+    correct run. ``simulator`` names the broker model whose runs report it: other simulators'
+    runs leave it empty (null). A metric with ``reported_when`` is reported only by runs that meet
+    that condition (a mechanism the workload switches on); every other declared metric appears in
+    every run of its simulator, null when nothing reported it. ``higher_is_better`` tells a report
+    which way to rank configurations (a hit ratio, a rate achieved); any other metric is a cost.
+    ``aggregation`` says how the values of several seeds combine into one (``summary.csv`` gives
+    it beside the mean and its interval). ``ratio_of`` makes the metric a ratio the broker model
+    computes itself once the counters are final (also over a cluster's brokers):
+    ``(numerator, (denominator terms...))``, null when one of them was not reported, 0 when the
+    denominator is.
     """
 
     name: str
@@ -37,19 +69,33 @@ class Metric:
     simulator: str = "pulsar"
     reported_when: str = ""
     higher_is_better: bool = False
+    aggregation: Aggregation = "mean"
+    ratio_of: tuple[str, tuple[str, ...]] | None = None
+
+    def as_json(self) -> dict[str, Any]:
+        """Every field, as plain JSON data (how results folders record the metric)."""
+        data = asdict(self)
+        data["ratio_of"] = None if self.ratio_of is None else [self.ratio_of[0], *self.ratio_of[1]]
+        return data
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Metric:
+        """The metric :meth:`as_json` wrote; fields it does not know are ignored."""
+        known = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
+        ratio = known.pop("ratio_of", None)
+        if ratio:
+            known["ratio_of"] = (str(ratio[0]), tuple(str(t) for t in ratio[1:]))
+        return cls(**known)
 
 
-# The metrics of one group share its group, simulator and reporting condition.
-_kafka = partial(Metric, group="kafka_index_cache", simulator="kafka-tiered-storage")
-_trace = partial(Metric, group="cache_trace", simulator="cache-trace")
+# The metrics of one group share its group and reporting condition.
 _publishing = partial(
     Metric,
     group="publishing",
     reported_when="a topic sets max_pending_messages or storage.write_latency_ms is not zero",
 )
 
-
-_TABLE: tuple[Metric, ...] = (
+FRAMEWORK_METRICS: tuple[Metric, ...] = (
     # -- messages ------------------------------------------------------------------------------
     Metric(
         "published",
@@ -150,6 +196,7 @@ _TABLE: tuple[Metric, ...] = (
         "cache_hits / (cache_hits + cache_misses).",
         "cache",
         higher_is_better=True,
+        ratio_of=("cache_hits", ("cache_hits", "cache_misses")),
     ),
     Metric(
         "storage_entries_read",
@@ -246,13 +293,6 @@ _TABLE: tuple[Metric, ...] = (
     ),
     Metric("cache_inserts", "entries", "counter", "Entries inserted into the cache.", "cache"),
     Metric(
-        "cache_inserts_refused",
-        "entries",
-        "counter",
-        "Inserts refused because the cache was full (legacy cache only).",
-        "cache",
-    ),
-    Metric(
         "cache_peak_bytes", "bytes", "gauge", "Largest number of bytes the cache held.", "cache"
     ),
     Metric(
@@ -292,38 +332,10 @@ _TABLE: tuple[Metric, ...] = (
         "cache",
     ),
     Metric(
-        "cache_requeues_accessed",
-        "entries",
-        "counter",
-        "Removal-queue requeues because the entry was recently accessed.",
-        "cache",
-    ),
-    Metric(
-        "cache_requeues_expected_reads",
-        "entries",
-        "counter",
-        "Removal-queue requeues because reads were still expected.",
-        "cache",
-    ),
-    Metric(
         "cache_eviction_work",
         "entries",
         "counter",
         "Queue slots or cached entries examined by eviction passes (a CPU proxy).",
-        "cache",
-    ),
-    Metric(
-        "cache_ledgers_visited",
-        "ledgers",
-        "counter",
-        "Managed-ledger caches visited by timestamp eviction passes (legacy CPU proxy).",
-        "cache",
-    ),
-    Metric(
-        "cache_non_evictable_bytes",
-        "bytes",
-        "gauge",
-        "Bytes of cached entries with at least one expected read, at the end.",
         "cache",
     ),
     # -- delayed delivery ----------------------------------------------------------------------
@@ -370,13 +382,6 @@ _TABLE: tuple[Metric, ...] = (
         "delayed",
     ),
     Metric(
-        "delayed_subscription_state_bytes",
-        "bytes",
-        "gauge",
-        "Peak bytes of per-subscription tracker state (topic-level tracker only).",
-        "delayed",
-    ),
-    Metric(
         "delayed_index_positions",
         "positions",
         "gauge",
@@ -388,13 +393,6 @@ _TABLE: tuple[Metric, ...] = (
         "bytes",
         "gauge",
         "Peak of the trackers' own memory estimate, as Pulsar reports it.",
-        "delayed",
-    ),
-    Metric(
-        "delayed_prunes",
-        "passes",
-        "counter",
-        "Prune passes that removed something (topic-level tracker).",
         "delayed",
     ),
     Metric(
@@ -427,18 +425,12 @@ _TABLE: tuple[Metric, ...] = (
         "ack_state",
     ),
     Metric(
-        "ack_write_amplification",
-        "ratio",
-        "ratio",
-        "Bytes written / bytes of the state that changed since the previous persist.",
-        "ack_state",
-    ),
-    Metric(
         "ack_bytes_per_ack",
         "bytes",
         "ratio",
         "Ack-state bytes written per acknowledgement.",
         "ack_state",
+        ratio_of=("ack_persisted_bytes", ("acked",)),
     ),
     Metric(
         "ack_max_ranges",
@@ -452,91 +444,6 @@ _TABLE: tuple[Metric, ...] = (
         "ms",
         "counter",
         "Time dispatchers spent paused by the ack-state persister, summed over subscriptions.",
-        "ack_state",
-    ),
-    Metric(
-        "ack_changed_bytes",
-        "bytes",
-        "counter",
-        "Bytes of ack state changed since each cursor's previous successful persist (header, properties, MessageRange form of the changed ledgers): the denominator of ack_write_amplification.",
-        "ack_state",
-    ),
-    Metric(
-        "ack_metadata_store_writes",
-        "writes",
-        "counter",
-        "Cursor metadata-store node writes: ledger switches, BookKeeper-failure fallbacks, closes.",
-        "ack_state",
-    ),
-    Metric(
-        "ack_oversize_entries",
-        "writes",
-        "counter",
-        "Cursor-ledger entries larger than the BookKeeper frame (fallback to the metadata store; PIP-81: a failed flush).",
-        "ack_state",
-    ),
-    Metric(
-        "ack_cursor_ledger_rollovers",
-        "events",
-        "counter",
-        "Cursor ledgers rolled over (entry count or age).",
-        "ack_state",
-    ),
-    Metric(
-        "ack_writes_lost_in_flight",
-        "writes",
-        "counter",
-        "Cursor-ledger writes of ack state still in flight when their broker crashed: never durable, so recovery read the state before them and their acknowledgements went out again.",
-        "ack_state",
-        reported_when="storage.write_latency_ms is not zero (by the persisters that model writes in flight)",
-    ),
-    Metric(
-        "ack_truncations",
-        "builds",
-        "counter",
-        "Persists whose MessageRange list was truncated by managedLedgerMaxUnackedRangesToPersist (unacked_ranges.truncated).",
-        "ack_state",
-    ),
-    Metric(
-        "ack_batch_truncations",
-        "builds",
-        "counter",
-        "Persists whose batch bitsets were truncated by managedLedgerMaxBatchDeletedIndexToPersist.",
-        "ack_state",
-    ),
-    Metric(
-        "ack_ledgers_dropped",
-        "ledgers",
-        "counter",
-        "Long-array form: ledgers left out by the toRanges cardinality cap, summed over persists.",
-        "ack_state",
-    ),
-    Metric(
-        "ack_entries_dropped",
-        "entries",
-        "counter",
-        "Long-array form: acked entries left out by the toRanges cardinality cap, summed over persists.",
-        "ack_state",
-    ),
-    Metric(
-        "ack_bytes_dropped",
-        "bytes",
-        "counter",
-        "PIP-299 byte limit: bytes of individual acks left out of persists, summed over persists.",
-        "ack_state",
-    ),
-    Metric(
-        "ack_swap_ins",
-        "ledgers",
-        "counter",
-        "PIP-81: per-ledger ack state swapped into memory from the cursor ledger.",
-        "ack_state",
-    ),
-    Metric(
-        "ack_swap_outs",
-        "ledgers",
-        "counter",
-        "PIP-81: per-ledger ack state swapped out of memory by the LRU cap.",
         "ack_state",
     ),
     Metric("broker_restarts", "events", "counter", "Broker restarts simulated.", "ack_state"),
@@ -585,216 +492,159 @@ _TABLE: tuple[Metric, ...] = (
         "counter",
         "Time producers spent blocked in send, their queue of pending messages full (block_if_queue_full = true), summed over producers.",
     ),
-    # -- Kafka tiered storage: the remote index cache (simulator kafka-tiered-storage) ---------
-    _kafka(
-        "index_lookups",
-        "lookups",
-        "counter",
-        "Index lookups (getIndexEntry) by remote fetches this broker served.",
-    ),
-    _kafka("index_cache_hits", "lookups", "counter", "Lookups served by a live cached entry."),
-    _kafka(
-        "index_cache_misses",
-        "lookups",
-        "counter",
-        "Lookups that loaded the entry (absent, or expired but not yet removed).",
-    ),
-    _kafka(
-        "index_cache_hit_ratio",
-        "ratio",
-        "ratio",
-        "index_cache_hits / index_lookups.",
-        higher_is_better=True,
-    ),
-    _kafka(
-        "remote_index_fetches",
-        "fetches",
-        "counter",
-        "Index files fetched from remote storage (one per index type per load).",
-    ),
-    _kafka(
-        "remote_index_fetches_offset",
-        "fetches",
-        "counter",
-        "Offset index fetches from remote storage.",
-    ),
-    _kafka(
-        "remote_index_fetches_timestamp",
-        "fetches",
-        "counter",
-        "Time index fetches from remote storage.",
-    ),
-    _kafka(
-        "remote_index_fetches_transaction",
-        "fetches",
-        "counter",
-        "Transaction index fetches from remote storage, not-found ones included (an empty file).",
-    ),
-    _kafka(
-        "remote_index_fetched_bytes",
-        "bytes",
-        "counter",
-        "Bytes of index files fetched from remote storage.",
-    ),
-    _kafka(
-        "index_cache_live_bytes_peak",
-        "bytes",
-        "gauge",
-        "Peak sum of the weights of live cached entries (expired ones not yet removed are "
-        "resident, not live).",
-    ),
-    _kafka(
-        "index_cache_live_bytes_mean",
-        "bytes",
-        "gauge",
-        "Time-weighted mean of the live cached weight, sampled every sampling interval.",
-    ),
-    _kafka(
-        "index_cache_resident_bytes_peak",
-        "bytes",
-        "gauge",
-        "Peak bytes of index files on disk: cached entries plus .deleted files awaiting deletion.",
-    ),
-    _kafka(
-        "index_cache_resident_bytes_end",
-        "bytes",
-        "gauge",
-        "Index-file bytes on disk at the end of the run.",
-    ),
-    _kafka(
-        "index_cache_stale_bytes_peak",
-        "bytes",
-        "gauge",
-        "Peak bytes of cached entries whose remote segment has been deleted.",
-    ),
-    _kafka(
-        "index_cache_stale_bytes_end",
-        "bytes",
-        "gauge",
-        "Bytes of stale cached entries at the end of the run.",
-    ),
-    _kafka(
-        "index_cache_stale_entries_end",
-        "entries",
-        "gauge",
-        "Stale cached entries at the end of the run.",
-    ),
-    _kafka(
-        "index_cache_stale_byte_seconds", "byte-s", "counter", "Integral of stale bytes over time."
-    ),
-    _kafka(
-        "index_cache_stale_residence_mean_s",
-        "s",
-        "gauge",
-        "Mean time from a segment's deletion until its cached entry left the cache (entries still cached count until the end).",
-    ),
-    _kafka("index_cache_stale_residence_max_s", "s", "gauge", "Longest such time."),
-    _kafka(
-        "index_cache_evictions_size", "entries", "counter", "Entries evicted by the size bound."
-    ),
-    _kafka(
-        "index_cache_evictions_expired",
-        "entries",
-        "counter",
-        "Entries removed after their TTL expired.",
-    ),
-    _kafka(
-        "index_cache_evictions_resize",
-        "entries",
-        "counter",
-        "Entries evicted by a resize of the cache.",
-    ),
-    _kafka(
-        "index_cache_removals_explicit",
-        "entries",
-        "counter",
-        "Entries removed explicitly (the leader deleting a segment it owns).",
-    ),
-    _kafka(
-        "remote_segments_deleted",
-        "segments",
-        "counter",
-        "Remote segments deleted by retention, by any leader.",
-    ),
-    _kafka(
-        "leadership_changes",
-        "events",
-        "counter",
-        "Partition leadership moves to or from the observed broker.",
-    ),
-    # -- cache trace replay (the cache-trace simulator) ------------------------------------------
-    _trace(
-        "trace_requests",
-        "requests",
-        "counter",
-        "Trace requests replayed through the entry cache (zero-size requests excluded).",
-    ),
-    _trace(
-        "trace_skipped_requests",
-        "requests",
-        "counter",
-        "Zero-size requests in the replayed span, left out as libCacheSim leaves them out by default.",
-    ),
-    _trace(
-        "trace_objects",
-        "objects",
-        "gauge",
-        "Distinct objects requested: each one's first request is a miss for any cache.",
-    ),
-    _trace(
-        "trace_span_s", "s", "gauge", "Trace time replayed, from the first request to the last."
-    ),
-    _trace("trace_hits", "requests", "counter", "Requests the entry cache served."),
-    _trace(
-        "trace_misses",
-        "requests",
-        "counter",
-        "Requests the entry cache could not serve (read from storage).",
-    ),
-    _trace(
-        "trace_hit_ratio",
-        "ratio",
-        "ratio",
-        "trace_hits / trace_requests, comparable with a generic cache's request hit ratio on the same trace.",
-        higher_is_better=True,
-    ),
-    _trace(
-        "trace_byte_hit_ratio",
-        "ratio",
-        "ratio",
-        "Bytes of the requests served by the cache / bytes requested.",
-        higher_is_better=True,
-    ),
-    _trace(
-        "trace_miss_bytes", "bytes", "counter", "Bytes of the missed requests: what storage serves."
-    ),
-    _trace(
-        "trace_peak_cache_bytes",
-        "bytes",
-        "gauge",
-        "Most bytes the cache counted, right after admitting a miss (before the size eviction it may trigger).",
-    ),
 )
+"""The broker model's own metrics, declared by the framework's ``pulsar`` simulator."""
 
-METRICS: dict[str, Metric] = {m.name: m for m in _TABLE}
+FRAMEWORK_PLUGIN = "brokerlab.broker.simulator"
+"""The name under which the framework's own simulator (and so its metrics) is registered."""
+
+
+@dataclass(frozen=True)
+class Declared:
+    """A metric with the plugin that declared it: ``plugin`` is its name in the host (the
+    entry-point name, or the module of ``-p``), ``source`` its distribution and version."""
+
+    metric: Metric
+    plugin: str
+    source: str
+
+
+class MetricRegistry(Mapping[str, Metric]):
+    """Declared metrics by name, in declaration order, each with the plugin that declared it."""
+
+    def __init__(self, declared: Iterable[Declared] = ()) -> None:
+        self._declared: dict[str, Declared] = {}
+        for entry in declared:
+            other = self._declared.get(entry.metric.name)
+            if other is not None:
+                raise ValueError(
+                    f"the metric {entry.metric.name!r} is declared twice: by {other.plugin} "
+                    f"({other.source}) and by {entry.plugin} ({entry.source})"
+                )
+            self._declared[entry.metric.name] = entry
+
+    def __getitem__(self, name: str) -> Metric:
+        return self._declared[name].metric
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._declared)
+
+    def __len__(self) -> int:
+        return len(self._declared)
+
+    def __repr__(self) -> str:
+        return f"MetricRegistry({len(self)} metrics)"
+
+    def declared(self) -> tuple[Declared, ...]:
+        """Every declaration, in order."""
+        return tuple(self._declared.values())
+
+    def owner(self, name: str) -> Declared:
+        """The declaration of ``name``, with its plugin; a KeyError names an unknown metric."""
+        try:
+            return self._declared[name]
+        except KeyError:
+            raise KeyError(f"metric {name!r} is not declared by any loaded plugin") from None
+
+    def of(self, simulator: str, *, conditional: bool = True) -> list[str]:
+        """Names of the metrics ``simulator``'s runs report, in order; without the ones reported
+        only under a condition when ``conditional`` is false (what every run reports)."""
+        return [
+            m.name
+            for m in self.values()
+            if m.simulator == simulator and (conditional or not m.reported_when)
+        ]
+
+    def invariants(self) -> list[str]:
+        """Names of the metrics that must be zero in every correct run."""
+        return [m.name for m in self.values() if m.invariant]
+
+    def as_json(self) -> dict[str, dict[str, Any]]:
+        """Name -> the metric's fields and its ``owner`` (plugin) and ``source``: what a results
+        folder records, so a report needs no plugin installed to read its metrics."""
+        return {
+            name: {**d.metric.as_json(), "owner": d.plugin, "source": d.source}
+            for name, d in self._declared.items()
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Mapping[str, Any]]) -> MetricRegistry:
+        """The registry :meth:`as_json` wrote."""
+        return cls(
+            Declared(
+                Metric.from_json({**fields, "name": name}),
+                str(fields.get("owner", "")),
+                str(fields.get("source", "")),
+            )
+            for name, fields in data.items()
+        )
+
+    def merged(self, newer: MetricRegistry) -> MetricRegistry:
+        """This registry with ``newer``'s declarations added, ``newer``'s winning on a name."""
+        entries = {**self._declared, **{d.metric.name: d for d in newer.declared()}}
+        return MetricRegistry(entries.values())
+
+
+_ACTIVE: ContextVar[MetricRegistry | None] = ContextVar("brokerlab_metrics", default=None)
+
+
+@functools.cache
+def _installed(disabled: str) -> MetricRegistry:
+    from brokerlab.host import PluginHost  # late: the host's modules import this one
+
+    return PluginHost().metrics()
+
+
+def installed() -> MetricRegistry:
+    """The registry of the installed plugins (entry points, less ``BROKERLAB_DISABLE_PLUGINS``)."""
+    return _installed(os.environ.get("BROKERLAB_DISABLE_PLUGINS", ""))
+
+
+def current() -> MetricRegistry:
+    """The registry in effect: the innermost :func:`using`'s, else :func:`installed`."""
+    return _ACTIVE.get() or installed()
+
+
+@contextmanager
+def using(registry: MetricRegistry) -> Iterator[MetricRegistry]:
+    """Make ``registry`` the one :data:`METRICS` and :func:`current` answer with, inside."""
+    token = _ACTIVE.set(registry)
+    try:
+        yield registry
+    finally:
+        _ACTIVE.reset(token)
+
+
+class _Current(Mapping[str, Metric]):
+    """:func:`current`, as a mapping that follows it."""
+
+    def __getitem__(self, name: str) -> Metric:
+        return current()[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(current())
+
+    def __len__(self) -> int:
+        return len(current())
+
+    def __repr__(self) -> str:
+        return f"METRICS({current()!r})"
+
+
+METRICS: Mapping[str, Metric] = _Current()
+"""Every metric of the registry in effect (:func:`current`), by name."""
 
 
 def metric(name: str) -> Metric:
-    """The registered metric ``name``; a KeyError names the unknown metric."""
-    try:
-        return METRICS[name]
-    except KeyError:
-        raise KeyError(f"metric {name!r} is not registered in brokerlab.metrics") from None
+    """The declared metric ``name``; a KeyError names the unknown metric."""
+    return current().owner(name).metric
 
 
 def metrics_of(simulator: str, *, conditional: bool = True) -> list[str]:
-    """Names of the metrics that ``simulator`` reports, in registry order; without the ones
-    reported only under a condition when ``conditional`` is false (what every run reports)."""
-    return [
-        m.name for m in _TABLE if m.simulator == simulator and (conditional or not m.reported_when)
-    ]
+    """:meth:`MetricRegistry.of` of the registry in effect."""
+    return current().of(simulator, conditional=conditional)
 
 
 def invariants() -> list[str]:
-    """Names of the metrics that must be zero in every correct run."""
-    return [m.name for m in _TABLE if m.invariant]
+    """Names of the metrics of the registry in effect that must be zero in every correct run."""
+    return current().invariants()

@@ -24,6 +24,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, runtime_checkable
 
+from brokerlab.metrics import MetricRegistry, current
+
 if TYPE_CHECKING:
     import numpy as np
     from pydantic import BaseModel
@@ -477,21 +479,25 @@ class AckStatePersister(Protocol):
 @dataclass(frozen=True)
 class SimulationRequest:
     """One simulation to run: a validated profile, its resolved plugin choices, a workload
-    document of the simulator's own model, the seed, and an optional progress callback that takes
-    the fraction of simulated time done (0..1)."""
+    document of the simulator's own model, the seed, an optional progress callback that takes
+    the fraction of simulated time done (0..1), and the metric registry of the run's plugin host
+    (by default the one in effect, `brokerlab.metrics.current()`): the names plugins may report
+    and how they combine."""
 
     profile: Profile
     choices: PluginChoices
     workload: Any
     seed: int
     progress: Callable[[float], None] | None = None
+    metrics: MetricRegistry = field(default_factory=current)
 
 
 @dataclass(frozen=True)
 class SimulationOutput:
     """What a simulator returns.
 
-    `metrics` maps registered metric names (`brokerlab.metrics`) to numbers; `plugins`
+    `metrics` maps declared metric names (`brokerlab_metrics`) to numbers, leaving out what was
+    not measured (the run reports it as null); `plugins`
     names what the run used, by role (extension point or the simulator's own components);
     `timeline` holds optional samples over simulated time, each a mapping with a `t_s` key.
     `per_broker` holds, for a run of more than one broker, each broker's own metrics in broker

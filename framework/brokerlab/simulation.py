@@ -16,7 +16,7 @@ from brokerlab.broker.events import EventLoop
 from brokerlab.broker.streams import stream
 from brokerlab.errors import PluginError, WorkloadError
 from brokerlab.host import PluginChoices, PluginHost, Registered
-from brokerlab.metrics import METRICS
+from brokerlab.metrics import MetricRegistry, current, using
 from brokerlab.profiles import Profile
 from brokerlab.protocols import PluginContext, SimulationRequest
 from brokerlab.records import SimulatorRecord, WorkloadRecord
@@ -36,17 +36,18 @@ Progress = Callable[[float], None]
 
 @dataclass(frozen=True)
 class Result:
-    """One simulation's outcome: what ran, and every metric as a number; for a cluster of more
-    than one broker, ``metrics`` are the cluster's and ``per_broker`` each broker's own."""
+    """One simulation's outcome: what ran, and every metric of its simulator as a number, or
+    ``None`` where nothing reported it; for a cluster of more than one broker, ``metrics`` are the
+    cluster's and ``per_broker`` each broker's own."""
 
     profile: str
     workload: str
     seed: int
     plugins: Mapping[str, str]
-    metrics: Mapping[str, float]
+    metrics: Mapping[str, float | None]
     events: int = field(default=0, compare=False)
     timeline: tuple[Mapping[str, float], ...] = field(default=(), compare=False, repr=False)
-    per_broker: tuple[Mapping[str, float], ...] = ()
+    per_broker: tuple[Mapping[str, float | None], ...] = ()
 
     def to_json(self) -> str:
         """The CLI's ``--json`` document; byte-identical for identical inputs. ``per_broker``
@@ -65,9 +66,10 @@ class Result:
 
 def load_workload(host: PluginHost, name_or_path: str) -> WorkloadDocument:
     """A workload named on the command line (a registered name or alias, or a TOML file),
-    validated by the model of the simulator it names."""
+    validated by the model of the simulator it names (its headline against ``host``'s metrics)."""
     records = {reg.record.name: _labelled(reg) for reg in host.records("workload")}
-    return resolve_workload(name_or_path, records, host.workload_models())
+    with using(host.metrics()):
+        return resolve_workload(name_or_path, records, host.workload_models())
 
 
 def _labelled(reg: Registered[WorkloadRecord]) -> WorkloadRecord:
@@ -130,7 +132,15 @@ def simulate(
             "(brokerlab workloads lists each one's)",
             value=workload.name,
         )
-    return run_simulation(profile, choices, workload, seed, simulator=simulator, progress=progress)
+    return run_simulation(
+        profile,
+        choices,
+        workload,
+        seed,
+        simulator=simulator,
+        progress=progress,
+        metrics=host.metrics(),
+    )
 
 
 def run_simulation(
@@ -141,38 +151,68 @@ def run_simulation(
     *,
     simulator: SimulatorRecord,
     progress: Progress | None = None,
+    metrics: MetricRegistry | None = None,
 ) -> Result:
-    """The simulation proper, from already resolved plugin choices (executors call this)."""
+    """The simulation proper, from already resolved plugin choices (executors call this).
+
+    ``metrics`` is the registry of the host that resolved ``choices`` (default: the one in
+    effect, :func:`brokerlab.metrics.current`)."""
+    registry = metrics if metrics is not None else current()
     if not isinstance(workload, simulator.workload_model):
         raise WorkloadError(
             f"is a {type(workload).__name__}; the {simulator.name!r} simulator runs "
             f"{simulator.workload_model.__name__} documents",
             value=workload.name,
         )
-    output = simulator.run(SimulationRequest(profile, choices, workload, seed, progress))
-    metrics = _numbers(output.metrics, simulator.name)
+    request = SimulationRequest(profile, choices, workload, seed, progress, registry)
+    output = simulator.run(request)
     return Result(
         profile=str(profile.path) if profile.path else "",
         workload=workload.name,
         seed=seed,
         plugins=dict(output.plugins),
-        metrics=metrics,
+        metrics=_numbers(output.metrics, simulator.name, registry),
         events=output.events,
         timeline=output.timeline,
-        per_broker=tuple(_numbers(m, simulator.name) for m in output.per_broker),
+        per_broker=_per_broker(output.metrics, output.per_broker, simulator.name, registry),
     )
 
 
-def _numbers(reported: Mapping[str, float], simulator: str) -> dict[str, float]:
-    """``reported`` by name, each value as :func:`_number` gives it; refused if a name is not
-    one of ``simulator``'s metrics."""
+def _per_broker(
+    cluster: Mapping[str, float],
+    brokers: tuple[Mapping[str, float], ...],
+    simulator: str,
+    registry: MetricRegistry,
+) -> tuple[dict[str, float | None], ...]:
+    """Each broker's metrics as :func:`_numbers` gives them, without the ones the simulator
+    reports for the cluster only (reported for it, by no broker)."""
+    own = {name for metrics in brokers for name in metrics}
+    cluster_only = set(cluster) - own
+    return tuple(
+        {
+            name: value
+            for name, value in _numbers(metrics, simulator, registry).items()
+            if name not in cluster_only
+        }
+        for metrics in brokers
+    )
+
+
+def _numbers(
+    reported: Mapping[str, float], simulator: str, registry: MetricRegistry
+) -> dict[str, float | None]:
+    """``reported`` by name, each value as :func:`_number` gives it, and ``None`` for every
+    declared metric of ``simulator`` that nobody reported (but those reported only under a
+    condition, which stay out); refused if a name is not one of ``simulator``'s metrics."""
     for name in reported:
-        if name not in METRICS or METRICS[name].simulator != simulator:
+        if name not in registry or registry[name].simulator != simulator:
             raise PluginError(
-                f"the {simulator!r} simulator reported {name!r}, which is not one of its "
-                "metrics in brokerlab.metrics"
+                f"the {simulator!r} simulator reported {name!r}, which no loaded plugin "
+                "declares as one of its metrics (brokerlab_metrics)"
             )
-    return {name: _number(reported[name]) for name in sorted(reported)}
+    numbers: dict[str, float | None] = dict.fromkeys(registry.of(simulator, conditional=False))
+    numbers.update((name, _number(value)) for name, value in reported.items())
+    return {name: numbers[name] for name in sorted(numbers)}
 
 
 def _number(value: Any) -> float:

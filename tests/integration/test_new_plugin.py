@@ -127,3 +127,44 @@ def test_every_kind_passes_its_generated_tests_under_a_ready_profile(
     assert "brokerlab profile: pulsar-4.2 (from $BROKERLAB_PROFILE)" in run.stdout
     for kind in KINDS.values():
         assert f"{probe(kind)} 0.1.0" in run.stdout  # the header's installed plugins
+
+
+def test_the_entry_caches_own_metric_reaches_parquet_and_the_report(
+    installed: tuple[Path, list[Path]], tmp_path: Path
+) -> None:
+    """A matrix of two ready profiles by name on local Spark, each with the generated entry cache
+    and with pip430: the generated cache's own metric (declared in its ``metrics.py``) is a
+    Parquet column, measured where the cache ran and null where it did not, and the report and
+    ``matrix.json`` carry its declaration."""
+    python, _ = installed
+    out = tmp_path / "out"
+    metric = "probe_entry_cache_refused"
+    env = dict(environment(), SPARK_LOCAL_IP="127.0.0.1", PYSPARK_PYTHON=str(python))
+    args = [str(python), "-m", "brokerlab", "matrix",
+            "--profile", "pulsar-4.2", "--profile", "pulsar-4.0-legacy",
+            "--set", "sim.entryCache=probe-entry-cache,pip430",
+            "--workload", "tailing", "--seeds", "1", "--scale", "0.05",
+            "--out", str(out), "--conf", "spark.ui.enabled=false"]  # fmt: skip
+    run = subprocess.run(
+        args,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=900,
+        check=False,
+    )
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    import pandas as pd
+
+    frame = pd.read_parquet(out / "results")
+    assert len(frame) == 4 and set(frame["status"]) == {"ok"}
+    cache = frame["plugins"].map(lambda p: json.loads(p)["entry_cache"])
+    assert frame.loc[cache == "probe-entry-cache", metric].notna().all()
+    assert frame.loc[cache == "pip430", metric].isna().all()  # not reported: null, never 0
+    recorded = json.loads((out / "matrix.json").read_text(encoding="utf-8"))["metrics"][metric]
+    assert (recorded["unit"], recorded["kind"], recorded["owner"]) == (
+        "entries",
+        "counter",
+        "probe-entry-cache",
+    )
+    assert metric in (out / "report.html").read_text(encoding="utf-8")

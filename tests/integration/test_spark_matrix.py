@@ -27,6 +27,7 @@ from pathlib import Path
 import pytest
 
 from brokerlab import make_host
+from brokerlab.metrics import metrics_of
 from brokerlab.spark.cells import parse_sweeps, scale_workload
 from brokerlab.spark.matrix import MatrixRequest, plan, showcase_scale
 from brokerlab.spark.results import summarize, t_quantile_975
@@ -121,7 +122,11 @@ def _load(out: Path) -> list[dict[str, object]]:
     from brokerlab.spark.results import ResultStore
 
     frame = ResultStore(out).load()
-    return list(frame.to_dict("records"))
+    # A metric a cell did not report is null (NaN in pandas): None, as ``run --json`` has it.
+    return [
+        {k: None if isinstance(v, float) and math.isnan(v) else v for k, v in row.items()}
+        for row in frame.to_dict("records")
+    ]
 
 
 # ---- planning: no Spark ---------------------------------------------------------------------
@@ -177,8 +182,12 @@ def test_t_interval_matches_student() -> None:
     row = summary[summary["metric"] == "delivered"].iloc[0]
     assert row["mean"] == 12.0
     assert row["ci95_high"] - 12.0 == pytest.approx(4.303 * 2.0 / 3**0.5)
-    # Only what the cells reported has a row: no empty rows for the other metrics.
-    assert summary["metric"].tolist() == ["delivered"]
+    # What the cells reported has numbers; the other metrics every Pulsar run reports have an
+    # empty row (not reported); another simulator's, or a conditional one, has none.
+    assert summary.loc[summary["n"] > 0, "metric"].tolist() == ["delivered"]
+    empty = set(summary.loc[summary["n"] == 0, "metric"])
+    assert empty == set(metrics_of("pulsar", conditional=False)) - {"delivered"}
+    assert summary.loc[summary["n"] == 0, "mean"].isna().all()
 
 
 def test_showcase_scale_fits_the_budget() -> None:

@@ -97,8 +97,8 @@ def test_an_unregistered_metric_names_the_record_and_plugin_that_reported_it() -
         simulate(profile, CONTRACT_WORKLOAD, 0, host=host)
     assert str(info.value) == (
         "AckStatePersisterRecord 'chatty' of plugin 'chattyplug' (-p chattyplug) reported the "
-        "unregistered metric 'my_custom_metric'; allowed: the metrics registered for the pulsar "
-        "simulator in brokerlab.metrics"
+        "undeclared metric 'my_custom_metric'; allowed: the metrics of the pulsar simulator that "
+        "a loaded plugin declares (brokerlab_metrics; `brokerlab metrics` lists them)"
     )
 
 

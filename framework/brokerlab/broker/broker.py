@@ -542,11 +542,12 @@ class Broker:
     def _sample(self) -> None:
         """Peaks of gauges that plugins report as current values."""
         peaks = self.peaks
+        # The first sample counts even when it is 0: a gauge reported 0 all along peaked at 0.
         for name, value in self.plugins.tracker_factory.stats().items():
-            if value > peaks.get(name, 0):
+            if name not in peaks or value > peaks[name]:
                 peaks[name] = value
         size = self.cache.size_bytes()
-        if size > peaks.get("cache_peak_bytes", 0):
+        if "cache_peak_bytes" not in peaks or size > peaks["cache_peak_bytes"]:
             peaks["cache_peak_bytes"] = size
 
     # ---- restart ------------------------------------------------------------------------------

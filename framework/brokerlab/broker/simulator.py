@@ -19,7 +19,7 @@ from brokerlab.broker.streams import stream
 from brokerlab.errors import PluginError
 from brokerlab.gc_policy import collector_paused, new_objects_only
 from brokerlab.hookspecs import hookimpl
-from brokerlab.metrics import METRICS, metrics_of
+from brokerlab.metrics import FRAMEWORK_METRICS, Metric, MetricRegistry
 from brokerlab.protocols import (
     AckStatePersister,
     PluginContext,
@@ -40,7 +40,7 @@ PULSAR = "pulsar"
 # What a cluster reports only as a whole: its size, and the producers' metrics (the clients',
 # which the model keeps with the first broker whichever broker persists their messages).
 NOT_PER_BROKER = frozenset(
-    {"brokers", *(name for name, m in METRICS.items() if m.group == "publishing")}
+    {"brokers", *(m.name for m in FRAMEWORK_METRICS if m.group == "publishing")}
 )
 
 
@@ -73,9 +73,10 @@ def run_pulsar(request: SimulationRequest) -> SimulationOutput:
         loop.run_until(end, report)
     per_broker: tuple[dict[str, float], ...] = ()
     if len(brokers) == 1:
-        metrics = _collect(brokers[0], request.choices)
+        metrics = _collect(brokers[0], request.choices, request.metrics)
+        _derive(metrics, request.metrics)
     else:
-        metrics, per_broker = _collect_cluster(brokers, request.choices)
+        metrics, per_broker = _collect_cluster(brokers, request.choices, request.metrics)
     for broker in brokers:
         broker.plugins.tracker_factory.close()
     return SimulationOutput(
@@ -130,64 +131,75 @@ def _new_persister(
     return record.factory(context, cursor)
 
 
-def _collect(broker: Broker, choices: PluginChoices) -> dict[str, float]:
-    """Every Pulsar metric, from the broker's counters and the plugins' stats."""
-    # A metric reported only under a condition comes from ``broker.finish()`` when it is met.
-    metrics: dict[str, Any] = dict.fromkeys(metrics_of(PULSAR, conditional=False), 0)
-    metrics.update(broker.finish())
-    reported: dict[str, float] = _registered(broker.cache.stats(), choices.entry_cache)
+def _collect(broker: Broker, choices: PluginChoices, registry: MetricRegistry) -> dict[str, float]:
+    """The broker's counters and the plugins' stats: what was measured, nothing more (a metric
+    nobody reported stays out, and the run reports it as null)."""
+    metrics: dict[str, float] = dict(broker.finish())
+    reported: dict[str, float] = _declared(broker.cache.stats(), choices.entry_cache, registry)
     # The peaks are the tracker factory's gauges, sampled, and the broker's own cache peak.
-    for name, value in _registered(broker.peaks, choices.delayed_delivery).items():
-        reported[name] = max(value, reported.get(name, 0))
+    for name, value in _declared(broker.peaks, choices.delayed_delivery, registry).items():
+        reported[name] = max(value, reported.get(name, value))
     # Persisters report per cursor; their counters add up over cursors.
     for persister in broker.persisters():
-        for name, value in _registered(persister.stats(), choices.ack_state_persister).items():
+        stats = _declared(persister.stats(), choices.ack_state_persister, registry)
+        for name, value in stats.items():
             reported[name] = reported.get(name, 0) + value
     # In a cluster, what the persisters of topics that moved counted on the other brokers.
     for name, value in broker.moved_persister_stats.items():
         reported[name] = reported.get(name, 0) + value
     metrics.update(reported)
-    hits, misses = metrics["cache_hits"], metrics["cache_misses"]
-    metrics["cache_hit_ratio"] = hits / (hits + misses) if hits + misses else 0.0
-    written, changed = metrics["ack_persisted_bytes"], metrics["ack_changed_bytes"]
-    metrics["ack_write_amplification"] = written / changed if changed else 0.0
     metrics["brokers"] = 1
     return metrics
 
 
+def _derive(metrics: dict[str, float], registry: MetricRegistry) -> None:
+    """Compute in ``metrics`` the declared ratios (``Metric.ratio_of``) of what was reported:
+    absent when a term is (it was not measured), 0 when the denominator is."""
+    for m in registry.values():
+        if m.ratio_of is None or m.simulator != PULSAR:
+            continue
+        numerator, terms = m.ratio_of
+        if numerator not in metrics or any(t not in metrics for t in terms):
+            metrics.pop(m.name, None)
+            continue
+        denominator = sum(metrics[t] for t in terms)
+        metrics[m.name] = metrics[numerator] / denominator if denominator else 0.0
+
+
 def _collect_cluster(
-    brokers: list[Broker], choices: PluginChoices
+    brokers: list[Broker], choices: PluginChoices, registry: MetricRegistry
 ) -> tuple[dict[str, float], tuple[dict[str, float], ...]]:
     """The cluster's metrics and each broker's own. The cluster's are the brokers' combined
     (``cluster.combined_metrics``), with the ratios recomputed from the sums, the latency
     percentiles from the brokers' histograms added up, and the cluster's own counts; each
     broker's are what :func:`_collect` reports for it, without :data:`NOT_PER_BROKER`."""
-    kinds = {name: m.kind for name, m in METRICS.items()}
-    each = [_collect(b, choices) for b in brokers]
-    metrics = combined_metrics(each, kinds)
-    metrics["latency_p50_ms"], metrics["latency_p99_ms"] = percentiles(
+    kinds = {name: m.kind for name, m in registry.items()}
+    each = [_collect(b, choices, registry) for b in brokers]
+    for metrics in each:
+        _derive(metrics, registry)
+    combined = combined_metrics(each, kinds)
+    combined["latency_p50_ms"], combined["latency_p99_ms"] = percentiles(
         merged_histogram(brokers), (0.5, 0.99)
     )
-    hits, misses = metrics["cache_hits"], metrics["cache_misses"]
-    metrics["cache_hit_ratio"] = hits / (hits + misses) if hits + misses else 0.0
-    written, changed = metrics["ack_persisted_bytes"], metrics["ack_changed_bytes"]
-    metrics["ack_write_amplification"] = written / changed if changed else 0.0
-    acked = metrics["acked"]
-    metrics["ack_bytes_per_ack"] = metrics["ack_persisted_bytes"] / acked if acked else 0.0
-    metrics["brokers"] = len(brokers)
+    _derive(combined, registry)
+    combined["brokers"] = len(brokers)
     own = tuple({k: v for k, v in m.items() if k not in NOT_PER_BROKER} for m in each)
-    return metrics, own
+    return combined, own
 
 
-def _registered(stats: Mapping[str, float], reporter: Registered[Any]) -> dict[str, float]:
-    """``stats``, refused (naming the record that reported it) if a name is no Pulsar metric."""
+def _declared(
+    stats: Mapping[str, float], reporter: Registered[Any], registry: MetricRegistry
+) -> dict[str, float]:
+    """``stats``, refused (naming the record that reported it) if a name is no declared Pulsar
+    metric."""
     record: PluginRecord = reporter.record
     for name in stats:
-        if name not in METRICS or METRICS[name].simulator != PULSAR:
+        if name not in registry or registry[name].simulator != PULSAR:
             raise PluginError(
                 f"{type(record).__name__} {record.name!r} of plugin {reporter.plugin!r} "
-                f"({reporter.source}) reported the unregistered metric {name!r}",
-                allowed="the metrics registered for the pulsar simulator in brokerlab.metrics",
+                f"({reporter.source}) reported the undeclared metric {name!r}",
+                allowed="the metrics of the pulsar simulator that a loaded plugin declares "
+                "(brokerlab_metrics; `brokerlab metrics` lists them)",
             )
     return dict(stats)
 
@@ -202,3 +214,8 @@ def brokerlab_simulators() -> Iterator[SimulatorRecord]:
         scale=scale_workload,
         cost=estimated_cost,
     )
+
+
+@hookimpl
+def brokerlab_metrics() -> Iterator[Metric]:
+    yield from FRAMEWORK_METRICS

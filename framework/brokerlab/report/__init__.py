@@ -1,8 +1,9 @@
 """The report of a matrix run: ``report.html`` (self-contained), ``verdicts.csv`` and PNG plots.
 
 :func:`build_report` reads only the ``--out`` folder (the Parquet results and ``matrix.json``,
-the ``--profile`` order of the last matrix run into it), so ``brokerlab report DIR`` can rebuild
-the report at any time, and without Spark.
+the ``--profile`` order of the last matrix run into it and the declaration of every metric), so
+``brokerlab report DIR`` can rebuild the report at any time, without Spark, and without the
+plugins that declared the metrics.
 """
 
 from __future__ import annotations
@@ -14,11 +15,13 @@ from pathlib import Path
 import pandas as pd
 
 from brokerlab.errors import WorkloadError
+from brokerlab.metrics import current, using
 from brokerlab.report.sweeps import SIZE_KEYS, hit_ratio_metric, knees, sweep_values, swept_keys
 from brokerlab.report.verdicts import WorkloadVerdict, select_metrics, verdict_rows, verdicts
 from brokerlab.spark.results import (
     ResultStore,
     atomic_path,
+    read_metrics,
     read_not_applied,
     read_profile_order,
     summarize,
@@ -46,8 +49,16 @@ def build_report(out: Path, *, baseline: str | None = None) -> Report:
 
     ``baseline`` (a configuration label or profile name) is what every configuration is compared
     with; by default the first ``--profile`` of the matrix. Raises :class:`WorkloadError` when
-    ``out`` holds no results or ``baseline`` names no configuration.
+    ``out`` holds no results or ``baseline`` names no configuration. Metrics are read with the
+    units, kinds and meanings recorded in ``out`` (folders written before they were: the
+    installed plugins').
     """
+    recorded = read_metrics(out)
+    with using(recorded if recorded is not None else current()):
+        return _build_report(out, baseline)
+
+
+def _build_report(out: Path, baseline: str | None) -> Report:
     from brokerlab.report.configs import describe_configurations, ordered_labels
     from brokerlab.report.html import WorkloadSection, render  # matplotlib: only for a report
     from brokerlab.report.plots import metric_bars

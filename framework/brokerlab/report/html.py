@@ -62,6 +62,8 @@ def _image(png: bytes, alt: str) -> str:
 
 
 def _value(row: pd.Series) -> str:
+    if row["n"] == 0:
+        return "not reported"  # declared for this simulator, reported by none of the seeds
     if pd.isna(row["mean"]):
         return ""
     shown = format_metric(str(row["metric"]), float(row["mean"]))

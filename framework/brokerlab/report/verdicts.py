@@ -440,7 +440,9 @@ def select_metrics(rows: pd.DataFrame, headline: str) -> MetricSelection:
         values = {v for seeds in by_label.values() for v in seeds.values()}
         if not values:
             continue  # not reported by this workload's simulator
-        if len(values) == 1:
+        if len(by_label) < labels.nunique() and values != {0.0}:
+            differing.append(metric)  # some configurations do not report it: show which
+        elif len(values) == 1:
             unchanged.append(metric)
             zero.update({metric} if values == {0.0} else set())
         elif _differs(by_label):

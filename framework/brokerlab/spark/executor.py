@@ -23,16 +23,12 @@ from typing import Any
 from brokerlab import __version__
 from brokerlab.errors import BrokerlabError
 from brokerlab.host import PluginChoices, PluginHost, Registered
+from brokerlab.metrics import using
 from brokerlab.profiles import Profile
 from brokerlab.profiles.portable import differing_keys, rebuild_profile
 from brokerlab.simulation import run_simulation
 from brokerlab.spark import plugin_check
-from brokerlab.spark.schema import (
-    METRIC_COLUMNS,
-    PER_BROKER_COLUMN,
-    STATUS_FAILED,
-    STATUS_OK,
-)
+from brokerlab.spark.schema import PER_BROKER_COLUMN, STATUS_FAILED, STATUS_OK
 
 __all__ = ["CellRefused", "HostConfig", "run_cells"]
 
@@ -43,10 +39,12 @@ class CellRefused(Exception):
 
 @dataclass(frozen=True)
 class HostConfig:
-    """How executors build their plugin host: the driver's ``-p`` modules and blocked names."""
+    """How executors build their plugin host: the driver's ``-p`` modules and blocked names; and
+    the driver's metric columns, which every row has (null where the cell reported nothing)."""
 
     modules: tuple[str, ...] = ()
     blocked: tuple[str, ...] = ()
+    metrics: tuple[str, ...] = ()
 
     def build(self) -> PluginHost:
         return PluginHost(modules=self.modules, blocked=self.blocked)
@@ -77,10 +75,12 @@ def run_cells(cells: Iterable[Mapping[str, Any]], config: HostConfig) -> Iterato
         }
         # The row's settings are every resolved key (the report reads limits from them).
         row["settings"] = cell["resolved"]
-        row.update(dict.fromkeys((*METRIC_COLUMNS, PER_BROKER_COLUMN)))
+        row.update(dict.fromkeys((*config.metrics, PER_BROKER_COLUMN)))
         row.update(brokerlab_version=__version__, executor=f"{where}:{os.getpid()}")
         try:
             host = host or _build(config, where)  # once per partition; a failure is a row too
+            if not config.metrics:  # no driver columns given: this host's own
+                row.update(dict.fromkeys(host.metrics()))
             sources = cell["plugin_sources"]
             if sources not in checked:
                 expected = plugin_check.loads(sources)
@@ -92,12 +92,16 @@ def run_cells(cells: Iterable[Mapping[str, Any]], config: HostConfig) -> Iterato
             choices = host.resolve(profile)
             _check_choices(choices, cell["plugins"])
             simulator = host.simulator(json.loads(cell["workload_json"])["simulator"])
-            spec = simulator.workload_model.model_validate_json(cell["workload_json"])
-            result = run_simulation(profile, choices, spec, int(cell["seed"]), simulator=simulator)
-            row.update({name: float(value) for name, value in result.metrics.items()})
+            registry = host.metrics()
+            with using(registry):  # a workload's headline may be a plugin's metric
+                spec = simulator.workload_model.model_validate_json(cell["workload_json"])
+            result = run_simulation(
+                profile, choices, spec, int(cell["seed"]), simulator=simulator, metrics=registry
+            )
+            row.update({name: _float(value) for name, value in result.metrics.items()})
             if result.per_broker:
                 row[PER_BROKER_COLUMN] = [
-                    {name: float(value) for name, value in metrics.items()}
+                    {name: _float(value) for name, value in metrics.items()}
                     for metrics in result.per_broker
                 ]
             row.update(status=STATUS_OK, error=None, plugin_versions=_versions(choices))
@@ -108,6 +112,10 @@ def run_cells(cells: Iterable[Mapping[str, Any]], config: HostConfig) -> Iterato
         row["elapsed_s"] = time.perf_counter() - started
         row["finished_at"] = datetime.now(UTC).isoformat(timespec="seconds")
         yield row
+
+
+def _float(value: float | None) -> float | None:
+    return None if value is None else float(value)
 
 
 def _build(config: HostConfig, where: str) -> PluginHost:

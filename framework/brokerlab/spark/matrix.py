@@ -31,7 +31,12 @@ from brokerlab.spark.executor import HostConfig
 from brokerlab.spark.lock import holding
 from brokerlab.spark.outdir import check_layout, check_space
 from brokerlab.spark.progress import MatrixProgress
-from brokerlab.spark.results import ResultStore, write_profile_order, write_summary
+from brokerlab.spark.results import (
+    ResultStore,
+    read_metrics,
+    write_profile_order,
+    write_summary,
+)
 from brokerlab.spark.schema import STATUS_FAILED
 
 __all__ = [
@@ -269,13 +274,13 @@ def run_matrix(
         log.write(f"brokerlab: warning: {message}\n")
 
     with holding(out, "matrix", warn):
-        store = ResultStore(out, warn=warn)
+        store = ResultStore(out, warn=warn, metrics=tuple(host.metrics()))
         store.compact()
         done = store.finished()
         todo = [cell for cell in cells if cell.cell_id not in done]
         check_space(out, len(todo), len({cell.workload for cell in todo}))
         order = list(dict.fromkeys(cell.profile for cell in cells))
-        write_profile_order(out, order, _not_applied_all(request, host))
+        write_profile_order(out, order, _not_applied_all(request, host), host.metrics())
         resumed = len(cells) - len(todo)
         if resumed:
             log.write(f"resuming in {out}: {resumed} of {len(cells)} cells already finished\n")
@@ -287,7 +292,7 @@ def run_matrix(
         mine = frame[frame["cell_id"].isin({c.cell_id for c in cells})]
         failed = mine[mine["status"] == STATUS_FAILED]
         try:
-            write_summary(frame, out)
+            write_summary(frame, out, read_metrics(out))
             if then is not None:
                 then(out)
         except OSError as exc:
@@ -398,7 +403,7 @@ def _run_on_spark(
     config = RunnerConfig(
         engine="pandas" if request.engine == "pandas" else "rdd",
         wave_size=request.wave_size,
-        host=HostConfig(tuple(request.modules), tuple(sorted(host.blocked))),
+        host=HostConfig(tuple(request.modules), tuple(sorted(host.blocked)), tuple(host.metrics())),
     )
     with interrupt_once():
         spark, created = start_session(

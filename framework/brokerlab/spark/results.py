@@ -5,7 +5,8 @@ Layout of ``--out DIR``::
     DIR/results/workload=<name>/part-<uuid>.parquet   one row per cell: what users query
     DIR/attempts/workload=<name>/part-<uuid>.parquet  earlier rows of retried cells (history)
     DIR/quarantine/workload=<name>/...                files found unreadable, moved aside
-    DIR/matrix.json                                   the --profile order of the last run
+    DIR/matrix.json                                   the --profile order of the last run, and
+                                                      every metric's unit, kind and meaning
     DIR/summary.csv                                   mean and 95% t interval over seeds
     DIR/verdicts.csv                                  per workload, configurations ranked
     DIR/report.html, DIR/plots/*.png                  the report (brokerlab.report)
@@ -16,7 +17,9 @@ new row replaces its old one, which moves to ``attempts/``: ``pandas.read_parque
 counts every cell once. A part file that cannot be read as a result file (empty, truncated, not
 Parquet, a column of another type) is moved to ``quarantine/`` with a warning, and its cells count
 as not run. A file whose rows are all one-broker runs has no ``per_broker`` column, as files had
-before there was one; readers see it as null.
+before there was one; readers see it as null. The metric columns are those the matrix's plugins
+declare; a reader keeps every float column of a part file that is not a cell column as a metric,
+so results outlive the plugins that produced them.
 """
 
 from __future__ import annotations
@@ -38,8 +41,8 @@ import pyarrow.parquet as pq
 
 from brokerlab.errors import OutputError
 from brokerlab.files import atomic_path, fsync_folder, replace_durably
-from brokerlab.metrics import METRICS
-from brokerlab.spark.schema import METRIC_COLUMNS, PER_BROKER_COLUMN, RESULT_SCHEMA, STATUS_OK
+from brokerlab.metrics import MetricRegistry, current
+from brokerlab.spark.schema import FIXED_COLUMNS, PER_BROKER_COLUMN, STATUS_OK, result_schema
 
 __all__ = [
     "ATTEMPTS",
@@ -50,6 +53,7 @@ __all__ = [
     "ResultStore",
     "UnreadablePart",
     "atomic_path",
+    "read_metrics",
     "read_not_applied",
     "read_part",
     "read_profile_order",
@@ -60,8 +64,10 @@ __all__ = [
 ]
 
 MATRIX_FILE = "matrix.json"
-"""``{"profiles": [label, ...]}``: the ``--profile`` order of the last matrix run into a folder,
-which decides the report's default baseline and the order of its configurations."""
+"""``{"profiles": [label, ...], "metrics": {name: {unit, kind, ...}}}``: the ``--profile`` order of
+the last matrix run into a folder, which decides the report's default baseline and the order of
+its configurations, and the declaration of every metric its matrices reported (with the plugin
+that declared it), so a report needs none of those plugins installed."""
 
 # What identifies a configuration: the fingerprint of the resolved settings tells apart runs of one
 # profile and --set values whose environment (BROKERLAB_<key>) or profile file differed.
@@ -119,8 +125,10 @@ RESULTS, ATTEMPTS, QUARANTINE = "results", "attempts", "quarantine"
 """The folders of ``DIR``: the rows users read, the replaced rows of retried cells, and files
 moved aside because they could not be read."""
 
-# The columns of a part file (the workload is the folder's name) and those it cannot lack.
-_PART_TYPES = {f.name: f.type for f in RESULT_SCHEMA if f.name != "workload"}
+# The cell columns of a part file (the workload is the folder's name), those it cannot lack, and
+# the type of its metric columns.
+_PART_TYPES = {f.name: f.type for f in result_schema(()) if f.name != "workload"}
+_METRIC_TYPE = pa.float64()
 _REQUIRED = ("cell_id", "status", "finished_at")
 
 Warn = Callable[[str], None]
@@ -149,8 +157,13 @@ class ResultStore:
     of which file holds which cell, read once, and trusts no one else changes the folder.
     """
 
-    def __init__(self, out: Path, warn: Warn | None = None) -> None:
+    def __init__(
+        self, out: Path, warn: Warn | None = None, metrics: Sequence[str] | None = None
+    ) -> None:
         self.out = out
+        # The metric columns readers get first, in this order (default: the folder's recorded
+        # metrics, else the registry in effect); any other metric column found follows.
+        self.metrics = metrics
         self.results = out / RESULTS
         self.attempts = out / ATTEMPTS
         self.quarantine = out / QUARANTINE
@@ -193,16 +206,31 @@ class ResultStore:
     def load(self) -> pd.DataFrame:
         """Every cell's latest row, with the result schema's columns (empty if nothing ran)."""
         parts = self._scan()
+        schema = result_schema(self._metric_columns(parts))
         if not parts:
-            return RESULT_SCHEMA.empty_table().to_pandas()
-        table = pa.concat_tables(_conform(part) for part in parts)
+            return schema.empty_table().to_pandas()
+        table = pa.concat_tables(_conform(part, schema) for part in parts)
         frame = table.to_pandas(maps_as_pydicts="strict")
         frame[PER_BROKER_COLUMN] = frame[PER_BROKER_COLUMN].map(_as_list, na_action="ignore")
         frame["workload"] = frame["workload"].astype(str)
         frame = frame.sort_values(["cell_id", "finished_at"]).drop_duplicates(
             "cell_id", keep="last"
         )
-        return frame[list(RESULT_SCHEMA.names)].reset_index(drop=True)
+        return frame[list(schema.names)].reset_index(drop=True)
+
+    def _metric_columns(self, parts: Sequence[_Part]) -> list[str]:
+        if self.metrics is not None:
+            known = list(self.metrics)
+        else:
+            recorded = read_metrics(self.out)
+            known = list(recorded if recorded is not None else current())
+        found = {
+            field.name
+            for part in parts
+            for field in part.table.schema
+            if field.name not in FIXED_COLUMNS and field.type == _METRIC_TYPE
+        }
+        return [*known, *sorted(found.difference(known))]
 
     def finished(self) -> set[str]:
         """Ids of the cells that finished ``ok`` (failed cells run again on resume)."""
@@ -314,17 +342,17 @@ def _part_paths(results: Path) -> list[Path]:
     return paths
 
 
-def _conform(part: _Part) -> pa.Table:
-    """``part``'s rows under the result schema: missing columns null, unknown ones dropped."""
+def _conform(part: _Part, schema: pa.Schema) -> pa.Table:
+    """``part``'s rows under ``schema``: missing columns null, unknown ones dropped."""
     rows = part.table.num_rows
     columns = {
         name: part.table.column(name)
         if name in part.table.column_names
-        else pa.nulls(rows, RESULT_SCHEMA.field(name).type)
-        for name in RESULT_SCHEMA.names
+        else pa.nulls(rows, schema.field(name).type)
+        for name in schema.names
     }
     columns["workload"] = pa.chunked_array([pa.array([part.workload] * rows, pa.string())])
-    return pa.table(columns, schema=RESULT_SCHEMA)
+    return pa.table(columns, schema=schema)
 
 
 def _write_parts(out: Path, base: Path, table: pa.Table) -> list[tuple[Path, list[str]]]:
@@ -377,54 +405,83 @@ def _as_list(value: Iterable[Mapping[str, float]]) -> list[dict[str, float]]:
     return [dict(metrics) for metrics in value]
 
 
-def summarize(frame: pd.DataFrame) -> pd.DataFrame:
-    """Mean and 95% t interval over seeds, per profile x overrides x profile fingerprint x
-    workload x scale x metric; only the metrics the group's cells report (a Pulsar run has no row
-    for a Kafka metric)."""
+def summarize(frame: pd.DataFrame, metrics: MetricRegistry | None = None) -> pd.DataFrame:
+    """Mean and 95% t interval over seeds, and the value of the metric's declared aggregation,
+    per profile x overrides x profile fingerprint x workload x scale x metric.
+
+    A group has a row for each metric its cells report, and for each declared metric of their
+    simulator that every run reports (``reported_when`` empty) but none of them did: ``n`` 0 and
+    the numbers blank, "not reported". Another simulator's metrics have no row (a Pulsar run has
+    no row for a Kafka metric). ``metrics`` (default: the registry in effect) gives each metric's
+    unit, simulator and aggregation.
+    """
+    registry = metrics if metrics is not None else current()
     ok = frame[frame["status"] == STATUS_OK]
+    names = [c for c in frame.columns if c not in FIXED_COLUMNS]
     rows: list[dict[str, object]] = []
     # dropna=False: a row of an older file without a fingerprint still counts.
     for keys, group in ok.groupby(list(GROUP_COLUMNS), sort=True, dropna=False):
-        for metric in METRIC_COLUMNS:
+        reported = {m for m in names if group[m].notna().any()}
+        simulators = {registry[m].simulator for m in reported if m in registry}
+        for metric in names:
             values = group[metric].dropna().astype(float)
             n = len(values)
-            if not n:
-                continue  # another simulator's metric: no cell of this group reports it
+            declared = registry.get(metric)
+            if not n and (
+                declared is None or declared.simulator not in simulators or declared.reported_when
+            ):
+                continue  # another simulator's metric, or one reported only when a run needs it
             mean = float(values.mean()) if n else math.nan
             std = float(values.std(ddof=1)) if n > 1 else math.nan
             half = t_quantile_975(n - 1) * std / math.sqrt(n) if n > 1 else math.nan
+            aggregation = declared.aggregation if declared is not None else "mean"
             rows.append(
                 {
                     **dict(zip(GROUP_COLUMNS, keys, strict=True)),
                     "metric": metric,
-                    "unit": METRICS[metric].unit,
+                    "unit": declared.unit if declared is not None else "",
                     "n": n,
                     "mean": mean,
                     "std": std,
                     "ci95_low": mean - half,
                     "ci95_high": mean + half,
+                    "aggregation": aggregation,
+                    "aggregate": float(values.agg(aggregation)) if n else math.nan,
                 }
             )
-    columns = [*GROUP_COLUMNS, "metric", "unit", "n", "mean", "std", "ci95_low", "ci95_high"]
+    columns = [
+        *GROUP_COLUMNS,
+        *("metric", "unit", "n", "mean", "std", "ci95_low", "ci95_high"),
+        *("aggregation", "aggregate"),
+    ]
     return pd.DataFrame(rows, columns=columns)
 
 
-def write_summary(frame: pd.DataFrame, out: Path) -> Path:
+def write_summary(frame: pd.DataFrame, out: Path, metrics: MetricRegistry | None = None) -> Path:
     """``summary.csv`` of ``frame``, written atomically; returns its path."""
     path = out / "summary.csv"
     with atomic_path(path) as temporary:
-        summarize(frame).to_csv(temporary, index=False)
+        summarize(frame, metrics).to_csv(temporary, index=False)
     return path
 
 
 def write_profile_order(
-    out: Path, profiles: Sequence[str], not_applied: Mapping[str, Mapping[str, str]] | None = None
+    out: Path,
+    profiles: Sequence[str],
+    not_applied: Mapping[str, Mapping[str, str]] | None = None,
+    metrics: MetricRegistry | None = None,
 ) -> None:
-    """Record the ``--profile`` order (profile labels) of a matrix run in ``out``, and the swept
-    keys that did not apply to a profile (label -> key -> why)."""
+    """Record the ``--profile`` order (profile labels) of a matrix run in ``out``, the swept
+    keys that did not apply to a profile (label -> key -> why), and the run's metric registry
+    (added to the one recorded before: earlier results keep their metrics' meaning)."""
     data: dict[str, object] = {"profiles": list(profiles)}
     if not_applied:
         data["not_applied"] = {label: dict(keys) for label, keys in not_applied.items() if keys}
+    recorded = read_metrics(out)
+    if metrics is not None:
+        recorded = metrics if recorded is None else recorded.merged(metrics)
+    if recorded is not None:
+        data["metrics"] = recorded.as_json()
     with atomic_path(out / MATRIX_FILE) as temporary:
         temporary.write_text(json.dumps(data, indent=1), encoding="utf-8")
 
@@ -453,3 +510,15 @@ def read_not_applied(out: Path) -> dict[str, dict[str, str]]:
         for label, keys in found.items()
         if isinstance(keys, dict)
     }
+
+
+def read_metrics(out: Path) -> MetricRegistry | None:
+    """The metric registry recorded in ``out`` (``None`` for folders written before it was, or
+    an unreadable record)."""
+    found = _matrix_file(out).get("metrics")
+    if not isinstance(found, dict):
+        return None
+    try:
+        return MetricRegistry.from_json(found)
+    except (TypeError, ValueError, KeyError, IndexError):
+        return None

@@ -27,7 +27,7 @@ from pyspark.sql.pandas.types import from_arrow_schema
 
 from brokerlab.spark.cells import CELL_COLUMNS, Cell
 from brokerlab.spark.executor import HostConfig, run_cells
-from brokerlab.spark.schema import RESULT_SCHEMA
+from brokerlab.spark.schema import result_schema
 
 __all__ = ["Engine", "RunnerConfig", "run_waves", "waves"]
 
@@ -176,19 +176,21 @@ def _poll_until(
 def _run_wave(spark: SparkSession, wave: list[Cell], config: RunnerConfig) -> pa.Table:
     rows = [cell.as_row() for cell in wave]
     host = config.host
+    schema = result_schema(host.metrics)  # the driver's metric columns
     rdd = spark.sparkContext.parallelize(rows, numSlices=len(rows))
     if config.engine == "rdd":
         results = rdd.mapPartitions(lambda part: run_cells(part, host)).collect()
-        return pa.Table.from_pylist(results, schema=RESULT_SCHEMA)
+        return pa.Table.from_pylist(results, schema=schema)
+    names = schema.names
 
     def on_batches(batches: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
         cells = (row for batch in batches for row in batch.to_dict("records"))
         for result in run_cells(cells, host):
-            yield pd.DataFrame([result], columns=RESULT_SCHEMA.names)
+            yield pd.DataFrame([result], columns=names)
 
     frame = spark.createDataFrame(rdd, schema=from_arrow_schema(_CELL_SCHEMA))
-    out = frame.mapInPandas(on_batches, schema=from_arrow_schema(RESULT_SCHEMA))
-    return out.toArrow().cast(RESULT_SCHEMA)
+    out = frame.mapInPandas(on_batches, schema=from_arrow_schema(schema))
+    return out.toArrow().cast(schema)
 
 
 def describe(cells: Sequence[Cell]) -> str:

@@ -16,7 +16,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from brokerlab import AckStatePersisterRecord, SettingsRecord, hookimpl
+from brokerlab import AckStatePersisterRecord, Metric, SettingsRecord, hookimpl
+from brokerlab_plugins.ack_state.metrics import METRICS
 from brokerlab_plugins.ack_state.pip81 import new_pip81_persister
 from brokerlab_plugins.ack_state.pip299 import new_pip299_persister
 from brokerlab_plugins.ack_state.range_count import new_range_count_persister
@@ -56,3 +57,8 @@ def brokerlab_settings() -> Iterator[SettingsRecord]:
         model=AckStateSettings,
         description="Ack-state persisters: which Pulsar line's range-set rules to follow",
     )
+
+
+@hookimpl
+def brokerlab_metrics() -> Iterator[Metric]:
+    yield from METRICS

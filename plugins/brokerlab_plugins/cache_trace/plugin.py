@@ -8,9 +8,11 @@ from collections.abc import Iterator
 from importlib import resources
 from pathlib import Path
 
+from brokerlab import Metric
 from brokerlab.hookspecs import hookimpl
 from brokerlab.records import SimulatorRecord, WorkloadRecord
 from brokerlab.workloads.scaling import check_scale
+from brokerlab_plugins.cache_trace.metrics import METRICS
 from brokerlab_plugins.cache_trace.model import SIMULATOR, TraceWorkload
 from brokerlab_plugins.cache_trace.simulator import limits_of, run_cache_trace
 from brokerlab_plugins.cache_trace.traces import ORACLE_GENERAL, count_requests
@@ -80,3 +82,8 @@ def brokerlab_workloads() -> Iterator[WorkloadRecord]:
             origin=f"builtin:{name} ({document})",
             metadata={"simulator": SIMULATOR},
         )
+
+
+@hookimpl
+def brokerlab_metrics() -> Iterator[Metric]:
+    yield from METRICS

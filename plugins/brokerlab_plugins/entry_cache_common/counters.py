@@ -1,7 +1,9 @@
-"""Cumulative cache counters under their registered metric names (``brokerlab.metrics``)."""
+"""Cumulative cache counters under their declared metric names (the framework's entry-cache
+metrics, and each cache plugin's own)."""
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass, fields
 
 __all__ = ["CacheCounters"]
@@ -9,7 +11,7 @@ __all__ = ["CacheCounters"]
 
 @dataclass(slots=True)
 class CacheCounters:
-    """Counters both caches keep; each field name is a registered metric name.
+    """Counters both caches keep; each field name is a declared metric name.
 
     ``cache_peak_bytes`` and ``cache_max_overshoot_bytes`` are high-water marks kept at insert
     time, where the size can only have grown.
@@ -41,5 +43,7 @@ class CacheCounters:
             + self.cache_evictions_ledger_deleted
         )
 
-    def as_stats(self) -> dict[str, float]:
-        return {f.name: getattr(self, f.name) for f in fields(self)}
+    def as_stats(self, *, without: Collection[str] = ()) -> dict[str, float]:
+        """Every counter by metric name but those ``without`` names: a mechanism the reporting
+        cache does not have, whose metric it must not report (as 0 or otherwise)."""
+        return {f.name: getattr(self, f.name) for f in fields(self) if f.name not in without}

@@ -6,9 +6,11 @@ import tomllib
 from collections.abc import Iterator
 from importlib import resources
 
+from brokerlab import Metric
 from brokerlab.hookspecs import hookimpl
 from brokerlab.records import SettingsRecord, SimulatorRecord, WorkloadRecord
 from brokerlab.workloads.scaling import check_scale
+from brokerlab_plugins.kafka_remote_index.metrics import METRICS
 from brokerlab_plugins.kafka_remote_index.model import SIMULATOR, KafkaWorkload
 from brokerlab_plugins.kafka_remote_index.settings import NAMESPACE, KafkaIndexCacheSettings
 from brokerlab_plugins.kafka_remote_index.tiered_storage import run_tiered_storage
@@ -79,3 +81,8 @@ def brokerlab_workloads() -> Iterator[WorkloadRecord]:
             origin=f"builtin:{name}",
             metadata={"simulator": SIMULATOR},
         )
+
+
+@hookimpl
+def brokerlab_metrics() -> Iterator[Metric]:
+    yield from METRICS

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from brokerlab import EntryCacheRecord, hookimpl
+from brokerlab import EntryCacheRecord, Metric, hookimpl
 from brokerlab_plugins.legacy_cache.cache import LegacyEntryCache
+from brokerlab_plugins.legacy_cache.metrics import METRICS
 
 __all__ = ["LegacyEntryCache"]
 
@@ -22,3 +23,8 @@ def brokerlab_entry_caches() -> Iterator[EntryCacheRecord]:
         "position-order TTL eviction, invalidation up to the slowest reader",
         factory=LegacyEntryCache,
     )
+
+
+@hookimpl
+def brokerlab_metrics() -> Iterator[Metric]:
+    yield from METRICS

@@ -18,6 +18,8 @@ from brokerlab_plugins.legacy_cache.policy import evict_proportionally
 
 __all__ = ["LegacyEntryCache"]
 
+_REMOVAL_QUEUE_ONLY = ("cache_requeues_accessed", "cache_requeues_expected_reads")
+
 
 class LegacyEntryCache:
     """Pulsar's cache before 4.1; satisfies :class:`~brokerlab.protocols.EntryCache`.
@@ -230,6 +232,5 @@ class LegacyEntryCache:
         return self._size
 
     def stats(self) -> Mapping[str, float]:
-        stats = self.counters.as_stats()
-        stats["cache_non_evictable_bytes"] = 0
-        return stats
+        # Requeues are PIP-430's removal queue's (declared by its plugin): none here.
+        return self.counters.as_stats(without=_REMOVAL_QUEUE_ONLY)

@@ -184,7 +184,6 @@ class LegacyFactory:
             "delayed_index_bytes": sum(t.index.heap_bytes for t in live),
             "delayed_pulsar_memory_bytes": sum(t.index.pulsar_bytes for t in live),
             "delayed_index_positions": sum(t.index.count for t in live),
-            "delayed_subscription_state_bytes": 0,
             "delayed_timer_wakeups": sum(t.wakeups for t in self.trackers),
         }
 

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from brokerlab import EntryCacheRecord, EvictionPredicateRecord, hookimpl
+from brokerlab import EntryCacheRecord, EvictionPredicateRecord, Metric, hookimpl
 from brokerlab_plugins.pip430_cache.cache import Pip430EntryCache
 from brokerlab_plugins.pip430_cache.entry import CachedEntry
+from brokerlab_plugins.pip430_cache.metrics import METRICS
 from brokerlab_plugins.pip430_cache.predicates import (
     ExpectedReadsPredicate,
     RecentlyAccessedPredicate,
@@ -55,3 +56,8 @@ def brokerlab_eviction_predicates() -> Iterator[EvictionPredicateRecord]:
         "managedLedgerCacheEvictionExtendTTLOfEntriesWithRemainingExpectedReadsMaxTimes times",
         factory=lambda context: ExpectedReadsPredicate.from_settings(context.settings),
     )
+
+
+@hookimpl
+def brokerlab_metrics() -> Iterator[Metric]:
+    yield from METRICS

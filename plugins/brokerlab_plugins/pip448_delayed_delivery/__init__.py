@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from brokerlab import DelayedDeliveryTrackerFactoryRecord, SettingsRecord, hookimpl
+from brokerlab import DelayedDeliveryTrackerFactoryRecord, Metric, SettingsRecord, hookimpl
 from brokerlab_plugins.pip448_delayed_delivery.factory import TopicFactory
+from brokerlab_plugins.pip448_delayed_delivery.metrics import METRICS
 from brokerlab_plugins.pip448_delayed_delivery.settings import Pip448Settings
 
 __all__ = ["TOPIC_CLASS", "TopicFactory"]
@@ -37,3 +38,8 @@ def brokerlab_settings() -> Iterator[SettingsRecord]:
         read_by=(("delayed_delivery", "topic-level"),),
         description="PIP-448 topic-level delayed-delivery tracker",
     )
+
+
+@hookimpl
+def brokerlab_metrics() -> Iterator[Metric]:
+    yield from METRICS
