@@ -200,7 +200,7 @@ def _add_max_memory(parser: argparse.ArgumentParser) -> None:
         "--max-memory",
         metavar="SIZE",
         help="refuse a run whose estimated peak memory is above SIZE (e.g. 8G, 512M; default "
-        f"{DEFAULT_MEMORY_FRACTION:.0%} of this machine's memory)",
+        f"{DEFAULT_MEMORY_FRACTION * 100:.0f}%% of this machine's memory)",
     )
 
 
@@ -644,11 +644,19 @@ def _check_baseline(baseline: str | None, profiles: Sequence[str]) -> None:
     )
 
 
-def _verdict_lines(verdicts: Sequence[WorkloadVerdict]) -> str:
-    """One line per workload, as the report opens with them."""
+def _verdict_lines(verdicts: Sequence[WorkloadVerdict], out: TextIO) -> str:
+    """One line per workload, as the report opens with them; on a terminal each is wrapped to
+    its width, with a hanging indent (piped, a verdict stays one line for grep)."""
     if not verdicts:
         return ""
-    return "verdicts:\n" + "".join(f"  {v.line()}\n" for v in verdicts)
+    lines = [f"  {v.line()}" for v in verdicts]
+    if out.isatty():
+        import shutil
+        import textwrap
+
+        width = max(60, shutil.get_terminal_size().columns - 1)
+        lines = [textwrap.fill(line, width, subsequent_indent="      ") for line in lines]
+    return "verdicts:\n" + "".join(f"{line}\n" for line in lines)
 
 
 def _runs_pulsar(profile: Profile, host: PluginHost) -> bool:
@@ -728,7 +736,7 @@ def _cmd_matrix(args: argparse.Namespace, host: PluginHost, out: TextIO) -> int:
         f"summary:  {outcome.out / 'summary.csv'}\n"
         f"verdicts: {outcome.out / 'verdicts.csv'}\n"
         f"report:   {report.path}\n"
-        f"{_verdict_lines(report.verdicts)}"
+        f"{_verdict_lines(report.verdicts, out)}"
     )
     if outcome.failed:
         sys.stderr.write(
@@ -813,7 +821,7 @@ def _cmd_report(args: argparse.Namespace, host: PluginHost, out: TextIO) -> int:
                     f"cannot write {exc.filename or args.out}: {exc.strerror or exc}; the "
                     f"results in {args.out / 'results'} are unchanged"
                 ) from exc
-    out.write(f"report: {report.path}\n{_verdict_lines(report.verdicts)}")
+    out.write(f"report: {report.path}\n{_verdict_lines(report.verdicts, out)}")
     return EXIT_OK
 
 

@@ -648,6 +648,36 @@ def test_timeline_that_cannot_be_written_is_one_clear_error(tmp_path: Path) -> N
     one_error(result, "'--timeline'", f"'{timeline}'", "allowed: a file path")
 
 
+def _command_paths() -> list[tuple[str, ...]]:
+    """Every command and subcommand of the parser: ("run",), ("profile", "check"), ..."""
+    import argparse
+
+    from brokerlab.cli import _build_parser
+
+    def walk(parser: argparse.ArgumentParser, prefix: tuple[str, ...]) -> list[tuple[str, ...]]:
+        found = [prefix]
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for name, sub in action.choices.items():
+                    found += walk(sub, (*prefix, name))
+        return found
+
+    return walk(_build_parser(), ())
+
+
+@pytest.mark.parametrize("command", _command_paths(), ids=" ".join)
+def test_every_command_prints_its_help(
+    command: tuple[str, ...], capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A "%" in a help text is a format code to argparse: one unescaped broke `run --help`.
+    from brokerlab.cli import main
+
+    with pytest.raises(SystemExit) as exited:
+        main([*command, "--help"])
+    assert exited.value.code == 0
+    assert capsys.readouterr().out.startswith(f"usage: brokerlab {' '.join(command)}".rstrip())
+
+
 def test_python_m_brokerlab_cli_is_the_command() -> None:
     shown = brokerlab("--help", module="brokerlab.cli")
     assert shown.returncode == 0, shown.stderr
