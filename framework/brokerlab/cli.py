@@ -42,13 +42,13 @@ from brokerlab.records import SimulatorRecord
 from brokerlab.scaffold.command import add_new_plugin_command
 from brokerlab.simulation import load_workload, profile_simulators, simulate
 from brokerlab.textui import ProgressBar, format_result, metrics_markdown
-from brokerlab.workloads import WorkloadDocument, WorkloadSpec
+from brokerlab.workloads import WorkloadDocument
 from brokerlab.workloads.resources import (
     DEFAULT_MEMORY_FRACTION,
     Estimate,
-    check_memory,
     default_memory_limit,
     format_bytes,
+    no_bigger_than,
     parse_bytes,
 )
 
@@ -219,13 +219,16 @@ def _memory_limit(text: str | None) -> tuple[int, str]:
     return limit, f"{format_bytes(limit)} (--max-memory)"
 
 
-def _estimate(workload: WorkloadDocument, max_memory: str | None) -> Estimate | None:
+def _estimate(
+    workload: WorkloadDocument, max_memory: str | None, host: PluginHost
+) -> Estimate | None:
     """The run's resource estimate, refused above the memory limit; ``None`` for a workload of
-    a simulator that has none (only the Pulsar model's is measured)."""
+    a simulator that makes none (``SimulatorRecord.estimate``)."""
     limit, limit_text = _memory_limit(max_memory)
-    if not isinstance(workload, WorkloadSpec):
+    estimate = host.simulator(workload.simulator).estimate
+    if estimate is None:
         return None
-    return check_memory(workload, limit, limit_text)
+    return no_bigger_than(estimate(workload), workload.name, limit, limit_text)
 
 
 # ---- commands ----------------------------------------------------------------------------------
@@ -314,7 +317,7 @@ def _cmd_run(args: argparse.Namespace, host: PluginHost, out: TextIO) -> int:
     workload = simulator.scale(workload, args.scale)  # as a matrix cell is scaled
     if args.timeline is not None:  # refused now rather than after a run of seconds or minutes
         _check_timeline(args.timeline, workload.name, simulator, host)
-    estimate = _estimate(workload, args.max_memory)
+    estimate = _estimate(workload, args.max_memory, host)
     note = estimate.line() if estimate is not None else ""
     bar = ProgressBar(sys.stderr, label=f"{args.workload} seed {args.seed}", note=note)
     result = simulate(profile, workload, args.seed, host=host, progress=bar.update)
@@ -778,7 +781,8 @@ def _largest_cell(
     largest: tuple[float, str, Estimate] | None = None
     for name in workloads:
         workload = load_workload(host, name)
-        estimate = _estimate(host.simulator(workload.simulator).scale(workload, scale), max_memory)
+        scaled = host.simulator(workload.simulator).scale(workload, scale)
+        estimate = _estimate(scaled, max_memory, host)
         if estimate is not None and (largest is None or estimate.peak_bytes > largest[0]):
             largest = (estimate.peak_bytes, workload.name, estimate)
     if largest is None:

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
         SimulationRequest,
     )
     from brokerlab.workloads.model import WorkloadDocument
+    from brokerlab.workloads.resources import Estimate
 
 __all__ = [
     "JAVA_INT",
@@ -154,7 +155,10 @@ class SimulatorRecord(PluginRecord):
     framework's own Pulsar broker model). `workload_model` validates those documents (a subclass
     of `WorkloadDocument`); `run` simulates one of them under one
     profile; `scale` shortens one along its time axis (`matrix --scale`); `cost` estimates
-    its relative cost so the runner can start long cells first.
+    its relative cost so the runner can start long cells first. `estimate` gives a run's peak
+    memory and events from the validated document alone (without allocating in proportion to
+    any count in it), so `run` and `matrix` refuse a run above `--max-memory` before it starts;
+    a simulator without one is not limited.
 
     `settings_of` names the simulators whose profile keys this one reads (see
     `SettingsRecord.simulator`); empty means its own. A matrix runs a profile that sets keys only
@@ -166,6 +170,7 @@ class SimulatorRecord(PluginRecord):
     run: Callable[[SimulationRequest], SimulationOutput]
     scale: Callable[[Any, float], Any]
     cost: Callable[[Any], float]
+    estimate: Callable[[Any], Estimate] | None = None
     settings_of: tuple[str, ...] = ()
     timeline: bool = False
     """Whether `run` returns samples over simulated time (`SimulationOutput.timeline`); declared so

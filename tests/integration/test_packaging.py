@@ -80,3 +80,23 @@ def test_the_wheel_carries_the_new_plugin_templates(unpacked: Path) -> None:
     source = ROOT / "framework" / "brokerlab" / "scaffold" / "templates"
     assert shipped == {p.relative_to(source).as_posix() for p in source.rglob("*.tmpl")}
     assert "common/pyproject.toml.tmpl" in shipped
+
+
+def test_the_wheel_carries_the_console_scripts_entry_module(unpacked: Path, tmp_path: Path) -> None:
+    """The ``brokerlab`` script imports ``_brokerlab_entry`` (a top-level module, so that a
+    Ctrl-C while the package imports is quiet): the wheel ships it and declares it."""
+    assert (unpacked / "_brokerlab_entry.py").is_file()
+    (info,) = unpacked.glob("brokerlab-*.dist-info")
+    assert "brokerlab = _brokerlab_entry:main" in (info / "entry_points.txt").read_text()
+    env = dict(os.environ, PYTHONPATH=str(unpacked), BROKERLAB_PURE_PYTHON="1")
+    result = subprocess.run(
+        [sys.executable, "-c", "import sys; from _brokerlab_entry import main; sys.exit(main())",
+         "--version"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=env,
+        timeout=120,
+        check=False,
+    )  # fmt: skip
+    assert result.returncode == 0 and result.stdout.startswith("brokerlab "), result.stderr

@@ -977,6 +977,72 @@ def test_max_memory_sets_the_limit_on_run_and_matrix(tmp_path: Path) -> None:
     assert ok.returncode == 0 and ok.stderr == "", ok.stderr
 
 
+BIG_KAFKA = """\
+simulator = "kafka-tiered-storage"
+name = "k"
+duration_s = 3600
+[[partitions]]
+name = "p"
+count = 1000000
+segment_interval_s = 300
+history_s = 2592000
+retention_s = 2592000
+index = { offset_kib = { min = 400, max = 600 }, time_kib = { min = 600, max = 900 } }
+"""
+
+
+def test_a_kafka_workload_beyond_the_memory_limit_is_refused_naming_its_keys(
+    tmp_path: Path,
+) -> None:
+    """A million partitions with 30 days of 5-minute segments: 8.6 billion segment records, once
+    built one by one until the kernel killed the run."""
+    workload = write(tmp_path, "k.toml", BIG_KAFKA)
+    args = ["--profile", str(KAFKA_PROFILE), "--workload", str(workload)]
+    result = brokerlab("run", *args)
+    one_error(
+        result,
+        "workload 'k' needs about",
+        "TiB",
+        "of this machine's",
+        "partitions[0].count (1,000,000) x partitions[0].history_s (2.592e+06 s)",
+        "segment_interval_s (300 s)",
+        "fewer partitions",
+    )
+    out = tmp_path / "out"
+    matrix = brokerlab("matrix", *args, "--seeds", "1", "--out", str(out))
+    one_error(matrix, "workload 'k' needs about", "partitions[0].count (1,000,000)")
+    assert not out.exists()  # refused before Spark started
+    fits = brokerlab("run", *args, "--scale", "0.00001", "--max-memory", "1G", "--json")
+    assert fits.returncode == 0, fits.stderr  # ten partitions
+
+
+def test_a_trace_workload_beyond_the_memory_limit_is_refused_naming_its_keys(
+    tmp_path: Path,
+) -> None:
+    """A 2.4 TB oracleGeneral trace (sparse: it costs no disk), and a max_requests above the
+    limit: refused from the file's size alone, before a byte of it is read."""
+    trace = tmp_path / "huge.oracleGeneral.bin"
+    with trace.open("wb") as handle:
+        handle.truncate(10**11 * 24)
+    body = (
+        f'simulator = "cache-trace"\nname = "t"\nduration_s = 3600\ntrace = "{trace.name}"\n'
+        'format = "oracleGeneral"\n'
+    )
+    workload = write(tmp_path, "t.toml", body)
+    args = ["--profile", str(BASELINE), "--workload", str(workload)]
+    result = brokerlab("run", *args)
+    one_error(
+        result,
+        "workload 't' needs about",
+        "trace (huge.oracleGeneral.bin, 2.18 TiB: ~100,000,000,000 requests)",
+        "a lower max_requests",
+    )
+    capped = write(tmp_path, "t.toml", body + "max_requests = 5000000\n")
+    result = brokerlab("run", "--profile", str(BASELINE), "--workload", str(capped),
+                       "--max-memory", "1G")  # fmt: skip
+    one_error(result, "above the limit of 1 GiB (--max-memory)", "max_requests (5,000,000)")
+
+
 @pytest.mark.parametrize("size", ["lots", "0", "-5G", "nan"])
 def test_a_max_memory_that_is_no_size_is_refused(tmp_path: Path, size: str) -> None:
     small = small_workload(tmp_path)

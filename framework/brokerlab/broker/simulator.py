@@ -28,6 +28,7 @@ from brokerlab.protocols import (
 )
 from brokerlab.records import AckStatePersisterRecord, PluginRecord, SimulatorRecord
 from brokerlab.workloads.model import StorageSpec, WorkloadSpec
+from brokerlab.workloads.resources import estimate
 from brokerlab.workloads.scaling import estimated_cost, scale_workload
 
 if TYPE_CHECKING:
@@ -213,6 +214,7 @@ def brokerlab_simulators() -> Iterator[SimulatorRecord]:
         run=run_pulsar,
         scale=scale_workload,
         cost=estimated_cost,
+        estimate=estimate,
     )
 
 

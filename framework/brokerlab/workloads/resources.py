@@ -1,4 +1,7 @@
-"""What one run of a Pulsar workload will cost, estimated from the validated document alone.
+"""What one run of a workload will cost, estimated from the validated document alone.
+
+Each simulator estimates its own workloads (``SimulatorRecord.estimate``); this module holds the
+Pulsar model's estimate, the :class:`Estimate` they all return and the check against the limit.
 
 A run keeps every entry it writes (each ledger's fields in a flat int list), a managed ledger with
 its cursors per topic, and a dispatcher and ack state per subscription; a backlog is drawn as
@@ -29,6 +32,7 @@ __all__ = [
     "default_memory_limit",
     "estimate",
     "format_bytes",
+    "no_bigger_than",
     "parse_bytes",
 ]
 
@@ -53,6 +57,11 @@ class Estimate:
     events: float
     drivers: tuple[tuple[str, float], ...]
     """``(what drives it, in keys and values, bytes it costs)``, biggest first."""
+    smaller: str = (
+        "a smaller workload (fewer topics or subscriptions, a smaller backlog, a lower rate or a "
+        "shorter duration_s, or --scale)"
+    )
+    """How to make the workload smaller, for the error that refuses it."""
 
     def line(self) -> str:
         """One line for people: ``estimate: peak memory ~1.2 GiB, ~3.4e+08 events``."""
@@ -115,10 +124,10 @@ def estimate(spec: WorkloadSpec) -> Estimate:
     return Estimate(peak, events, tuple(drivers))
 
 
-def check_memory(spec: WorkloadSpec, limit: int, limit_text: str) -> Estimate:
-    """The estimate of ``spec``; raises :class:`WorkloadError` when its memory is above ``limit``
-    (``limit_text`` says where the limit comes from), naming the keys that drive it."""
-    found = estimate(spec)
+def no_bigger_than(found: Estimate, name: str, limit: int, limit_text: str) -> Estimate:
+    """``found``, the estimate of workload ``name``; raises :class:`WorkloadError` when its memory
+    is above ``limit`` (``limit_text`` says where the limit comes from), naming the keys that
+    drive it."""
     if found.peak_bytes <= limit:
         return found
     # The keys behind most of it: the biggest, and any other worth a tenth of the total.
@@ -128,11 +137,16 @@ def check_memory(spec: WorkloadSpec, limit: int, limit_text: str) -> Estimate:
         if rank == 0 or cost >= found.peak_bytes / 10
     ]
     raise WorkloadError(
-        f"workload {spec.name!r} needs about {format_bytes(found.peak_bytes)} of memory for one "
+        f"workload {name!r} needs about {format_bytes(found.peak_bytes)} of memory for one "
         f"run, above the limit of {limit_text}; most of it for {'; '.join(top)}",
-        allowed="a smaller workload (fewer topics or subscriptions, a smaller backlog, a lower "
-        "rate or a shorter duration_s, or --scale), or a higher --max-memory",
+        allowed=f"{found.smaller}, or a higher --max-memory",
     )
+
+
+def check_memory(spec: WorkloadSpec, limit: int, limit_text: str) -> Estimate:
+    """The estimate of the Pulsar workload ``spec``, refused above ``limit`` as
+    :func:`no_bigger_than` refuses it."""
+    return no_bigger_than(estimate(spec), spec.name, limit, limit_text)
 
 
 def default_memory_limit() -> tuple[int, str]:

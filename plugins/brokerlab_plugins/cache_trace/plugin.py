@@ -6,7 +6,6 @@ import math
 import tomllib
 from collections.abc import Iterator
 from importlib import resources
-from pathlib import Path
 
 from brokerlab import Metric
 from brokerlab.hookspecs import hookimpl
@@ -14,14 +13,13 @@ from brokerlab.records import SimulatorRecord, WorkloadRecord
 from brokerlab.workloads.scaling import check_scale
 from brokerlab_plugins.cache_trace.metrics import METRICS
 from brokerlab_plugins.cache_trace.model import SIMULATOR, TraceWorkload
+from brokerlab_plugins.cache_trace.resources import estimate_trace, requests_in
 from brokerlab_plugins.cache_trace.simulator import limits_of, run_cache_trace
-from brokerlab_plugins.cache_trace.traces import ORACLE_GENERAL, count_requests
+from brokerlab_plugins.cache_trace.traces import count_requests
 
 __all__ = ["TRACE_WORKLOADS", "estimated_cost", "scale_trace_workload"]
 
 TRACE_WORKLOADS = ("trace-zipf",)
-
-_SAMPLE_BYTES = 1 << 16  # what a CSV's cost estimate reads to learn its line length
 
 
 def scale_trace_workload(workload: TraceWorkload, factor: float) -> TraceWorkload:
@@ -42,16 +40,7 @@ def estimated_cost(workload: TraceWorkload) -> float:
     its first lines)."""
     if workload.max_requests is not None:
         return float(workload.max_requests)
-    path = Path(workload.trace)
-    try:
-        size = path.stat().st_size
-        if workload.format == "oracleGeneral":
-            return size / ORACLE_GENERAL.itemsize
-        with path.open("rb") as handle:
-            sample = handle.read(_SAMPLE_BYTES)
-    except OSError:
-        return 1.0  # the run reports the missing file
-    return size / max(1, len(sample)) * max(1, sample.count(b"\n"))
+    return max(1.0, requests_in(workload)[0])  # 1: the run reports a missing file
 
 
 @hookimpl
@@ -64,6 +53,7 @@ def brokerlab_simulators() -> Iterator[SimulatorRecord]:
         run=run_cache_trace,
         scale=scale_trace_workload,
         cost=estimated_cost,
+        estimate=estimate_trace,
         settings_of=("pulsar",),  # the entry caches read Pulsar's keys
     )
 

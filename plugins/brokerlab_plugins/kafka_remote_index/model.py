@@ -41,6 +41,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from brokerlab.workloads import WorkloadDocument
+from brokerlab.workloads.model import MAX_RATE, MAX_SECONDS, Bound
 
 __all__ = [
     "ConsumerGroup",
@@ -52,6 +53,27 @@ __all__ = [
 ]
 
 SIMULATOR: Literal["kafka-tiered-storage"] = "kafka-tiered-storage"
+
+
+MAX_PARTITIONS = 1_000_000
+
+MAX_AGE_S = 100 * 365 * 86_400
+
+# Times stay inside what the model counts in integer nanoseconds: moments of the run at most
+# MAX_SECONDS (116 days, as duration_s), ages of data (history, retention, a segment's span)
+# at most a century.
+Seconds = Annotated[float, Field(ge=0, le=MAX_SECONDS)]
+PositiveSeconds = Annotated[float, Field(gt=0, le=MAX_SECONDS)]
+Age = Annotated[float, Field(ge=0, le=MAX_AGE_S)]
+PositiveAge = Annotated[float, Field(gt=0, le=MAX_AGE_S)]
+PartitionCount = Annotated[
+    int,
+    Field(ge=1, le=MAX_PARTITIONS),
+    Bound(
+        "a Kafka cluster holds at most a few million partitions and one broker far fewer; each "
+        f"simulated one keeps its remote segments and readers: at most {MAX_PARTITIONS:,}"
+    ),
+]
 
 
 class _Strict(BaseModel):
@@ -86,13 +108,13 @@ class PartitionGroup(_Strict):
     ``led_here``, and otherwise holds a follower replica when ``replica_here``."""
 
     name: str
-    count: Annotated[int, Field(ge=1)]
+    count: PartitionCount
     led_here: bool = True
     replica_here: bool = True
-    segment_interval_s: Annotated[float, Field(gt=0)]
-    history_s: Annotated[float, Field(ge=0)]
-    retention_s: Annotated[float, Field(gt=0)]
-    local_retention_s: Annotated[float, Field(ge=0)] = 0.0
+    segment_interval_s: PositiveAge
+    history_s: Age
+    retention_s: PositiveAge
+    local_retention_s: Age = 0.0
     index: IndexSizes
     new_index: IndexSizes | None = None
     """Index sizes of segments tiered during the run (default: ``index``)."""
@@ -111,12 +133,12 @@ class ConsumerGroup(_Strict):
 
     name: str
     partitions: str
-    start_s: Annotated[float, Field(ge=0)] = 0.0
-    stop_s: Annotated[float, Field(gt=0)] | None = None
-    from_age_s: Annotated[float, Field(ge=0)]
-    to_age_s: Annotated[float, Field(ge=0)] = 0.0
+    start_s: Seconds = 0.0
+    stop_s: PositiveSeconds | None = None
+    from_age_s: Age
+    to_age_s: Age = 0.0
     at_end: Literal["tail", "loop", "stop"] = "tail"
-    fetch_rate: Annotated[float, Field(gt=0)]
+    fetch_rate: Annotated[float, Field(gt=0, le=MAX_RATE)]
     fetches_per_segment: Annotated[int, Field(ge=1)] = 10
     read_from_replica: bool = False
 
@@ -135,7 +157,7 @@ class KafkaEvent(_Strict):
     observed broker (it stays a follower) or ``here``; ``resize``: the cache's size bound becomes
     ``bytes`` (Kafka's dynamic ``remote.log.index.file.cache.total.size.bytes``)."""
 
-    at_s: Annotated[float, Field(ge=0)]
+    at_s: Seconds
     kind: Literal["leadership-change", "resize"]
     partitions: str | None = None
     fraction: Annotated[float, Field(gt=0, le=1)] = 1.0

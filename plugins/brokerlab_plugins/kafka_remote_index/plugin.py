@@ -12,6 +12,7 @@ from brokerlab.records import SettingsRecord, SimulatorRecord, WorkloadRecord
 from brokerlab.workloads.scaling import check_scale
 from brokerlab_plugins.kafka_remote_index.metrics import METRICS
 from brokerlab_plugins.kafka_remote_index.model import SIMULATOR, KafkaWorkload
+from brokerlab_plugins.kafka_remote_index.resources import estimate_kafka
 from brokerlab_plugins.kafka_remote_index.settings import NAMESPACE, KafkaIndexCacheSettings
 from brokerlab_plugins.kafka_remote_index.tiered_storage import run_tiered_storage
 
@@ -52,6 +53,7 @@ def brokerlab_simulators() -> Iterator[SimulatorRecord]:
         run=run_tiered_storage,
         scale=scale_kafka_workload,
         cost=estimated_cost,
+        estimate=estimate_kafka,
         timeline=True,  # cached, resident and stale bytes every sim.kafka.sampleIntervalSeconds
     )
 
