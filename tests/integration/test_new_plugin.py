@@ -168,3 +168,41 @@ def test_the_entry_caches_own_metric_reaches_parquet_and_the_report(
         "probe-entry-cache",
     )
     assert metric in (out / "report.html").read_text(encoding="utf-8")
+
+
+def test_a_hash_dependent_variant_of_the_generated_cache_fails_its_determinism_test(
+    installed: tuple[Path, list[Path]], tmp_path: Path
+) -> None:
+    """The author's own mistake, planted: the generated cache admits an add only where
+    ``hash((topic, position))`` is even (a sample "by hash"). A string's hash is salted per
+    interpreter, so one process gives the same result twice; the kit's determinism test runs the
+    second simulation in a fresh interpreter with another ``PYTHONHASHSEED`` and fails, naming
+    the metrics that differ."""
+    python, _ = installed
+    folder = generate("probe-hashed", "entry-cache", tmp_path / "hashed").folder
+    cache = folder / "probe_hashed" / "cache.py"
+    source = cache.read_text(encoding="utf-8")
+    admit = "        return self._admit((topic, position[0], position[1]), size)\n"
+    assert source.count(admit) == 1
+    planted = "        if hash((topic, position)) % 2:\n            return False\n" + admit
+    cache.write_text(source.replace(admit, planted), encoding="utf-8")
+    install = [str(python), "-m", "pip", "install", "-q", "--no-index", "--no-build-isolation"]
+    env = environment()
+    done = subprocess.run(
+        [*install, "-e", str(folder)], capture_output=True, text=True, env=env, timeout=300
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    run = subprocess.run(
+        [str(python), "-m", "pytest", "-p", "no:cacheprovider", "--import-mode=importlib",
+         "-k", "deterministically", str(folder / "tests")],
+        capture_output=True,
+        text=True,
+        env=dict(env, BROKERLAB_PROFILE="pulsar-4.2"),
+        cwd=folder,
+        timeout=900,
+        check=False,
+    )  # fmt: skip
+    assert run.returncode == 1, run.stdout[-4000:] + run.stderr[-2000:]
+    assert "1 failed" in run.stdout, run.stdout[-4000:]
+    assert "fresh interpreter with PYTHONHASHSEED=" in run.stdout
+    assert "metrics that differ: " in run.stdout and "cache_" in run.stdout
