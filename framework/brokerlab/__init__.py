@@ -18,6 +18,7 @@ from brokerlab.profiles.loader import Profile
 from brokerlab.protocols import (
     AckState,
     AckStatePersister,
+    AttributedPredicate,
     BatchAck,
     CachedEntryView,
     Clock,
@@ -34,6 +35,8 @@ from brokerlab.protocols import (
     RankedCursorContainer,
     RecoveredAckState,
     Scheduler,
+    SilentPredicate,
+    SingleEntryCache,
     TimerHandle,
 )
 from brokerlab.records import (
@@ -54,6 +57,7 @@ __all__ = [
     "AckState",
     "AckStatePersister",
     "AckStatePersisterRecord",
+    "AttributedPredicate",
     "BatchAck",
     "BrokerlabError",
     "CachedEntryView",
@@ -82,7 +86,9 @@ __all__ = [
     "RecoveredAckState",
     "Scheduler",
     "SettingsRecord",
+    "SilentPredicate",
     "SimulatorRecord",
+    "SingleEntryCache",
     "TimerHandle",
     "WorkloadError",
     "WorkloadRecord",
