@@ -19,6 +19,7 @@ from brokerlab.profiles.loader import Profile
 from brokerlab.protocols import (
     AckState,
     AckStatePersister,
+    AttributedPredicate,
     BatchAck,
     CachedEntryView,
     Clock,
@@ -35,6 +36,8 @@ from brokerlab.protocols import (
     RankedCursorContainer,
     RecoveredAckState,
     Scheduler,
+    SilentPredicate,
+    SingleEntryCache,
     TimerHandle,
 )
 from brokerlab.records import (
@@ -55,6 +58,7 @@ __all__ = [
     "AckState",
     "AckStatePersister",
     "AckStatePersisterRecord",
+    "AttributedPredicate",
     "BatchAck",
     "BrokerlabError",
     "CachedEntryView",
@@ -84,7 +88,9 @@ __all__ = [
     "RecoveredAckState",
     "Scheduler",
     "SettingsRecord",
+    "SilentPredicate",
     "SimulatorRecord",
+    "SingleEntryCache",
     "TimerHandle",
     "WorkloadError",
     "WorkloadRecord",

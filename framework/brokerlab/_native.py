@@ -33,6 +33,7 @@ __all__ = [
     "COMPILED",
     "MANIFEST",
     "build_state",
+    "compiled_in",
     "compiled_now",
     "install_guard",
     "installed_roots",
@@ -156,6 +157,19 @@ def compiled_now() -> list[str]:
         if (module := sys.modules.get(name)) is not None
         and str(getattr(module, "__file__", "")).endswith(suffixes)
     ]
+
+
+def compiled_in(package: str) -> list[str]:
+    """The modules of ``package`` (it and everything under it) that this process imported as
+    compiled extensions, whoever compiled them: the provenance a result records for a plugin."""
+    suffixes = tuple(importlib.machinery.EXTENSION_SUFFIXES)
+    prefix = package + "."
+    return sorted(
+        name
+        for name, module in list(sys.modules.items())
+        if (name == package or name.startswith(prefix))
+        and str(getattr(module, "__file__", "") or "").endswith(suffixes)
+    )
 
 
 def build_state() -> str:

@@ -16,6 +16,7 @@ from typing import Any, Generic, Protocol, TypeVar
 import pluggy
 
 from brokerlab import hookspecs
+from brokerlab._native import compiled_in
 from brokerlab.errors import Origin, PluginError, ProfileError, WorkloadError, did_you_mean
 from brokerlab.metrics import FRAMEWORK_PLUGIN, Declared, Metric, MetricRegistry
 from brokerlab.records import (
@@ -292,6 +293,34 @@ class PluginHost:
             allowed=", ".join(names),
             suggestions=did_you_mean(name, names),
         )
+
+    def compiled_modules(self, choices: PluginChoices, simulator: str) -> dict[str, list[str]]:
+        """Role (extension point, and ``simulator``) -> the modules of the plugin that fills it
+        that run compiled in this process (empty: it runs as Python).
+
+        A plugin's modules are those of the package it registered (for a module that is not a
+        package, of the package that holds it, or the module alone at top level).
+        """
+        roles: dict[str, tuple[Registered[Any], ...]] = {
+            "entry_cache": (choices.entry_cache,),
+            "cursor_container": (choices.cursor_container,),
+            "eviction_predicates": choices.eviction_predicates,
+            "delayed_delivery": (choices.delayed_delivery,),
+            "ack_state_persister": (choices.ack_state_persister,),
+            "simulator": (self.simulator_registration(simulator),),
+        }
+        return {
+            role: sorted({m for reg in found for m in compiled_in(self._package(reg.plugin))})
+            for role, found in roles.items()
+        }
+
+    def _package(self, plugin: str) -> str:
+        """The package whose modules belong to the registered plugin ``plugin``."""
+        module = self._pm.get_plugin(plugin)
+        name = str(getattr(module, "__name__", plugin))
+        if hasattr(module, "__path__"):
+            return name
+        return name.rpartition(".")[0] or name
 
     def workload_models(self) -> dict[str, type[WorkloadDocument]]:
         """Simulator name (and alias) -> the model that validates its workload documents."""

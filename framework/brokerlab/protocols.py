@@ -15,6 +15,13 @@ Conventions shared by every protocol:
 * **Metrics**: every long-lived plugin object has `stats()`, a mapping of metric name to number.
   Names must be registered in `brokerlab.metrics`; counters are cumulative, gauges are
   current values.
+* **Optional protocols** ([`RankedCursorContainer`][brokerlab.protocols.RankedCursorContainer],
+  [`SilentPredicate`][brokerlab.protocols.SilentPredicate],
+  [`AttributedPredicate`][brokerlab.protocols.AttributedPredicate],
+  [`SingleEntryCache`][brokerlab.protocols.SingleEntryCache]) add a capability to a plugin object.
+  A caller finds them by what the object has (`isinstance` against the protocol, which checks
+  members, never classes), so a third-party plugin that implements one takes exactly the path a
+  built-in takes. What each one saves is in `docs/performance.md`.
 """
 
 from __future__ import annotations
@@ -36,6 +43,7 @@ if TYPE_CHECKING:
 __all__ = [
     "AckState",
     "AckStatePersister",
+    "AttributedPredicate",
     "BatchAck",
     "CachedEntryView",
     "Clock",
@@ -52,8 +60,10 @@ __all__ = [
     "RankedCursorContainer",
     "RecoveredAckState",
     "Scheduler",
+    "SilentPredicate",
     "SimulationOutput",
     "SimulationRequest",
+    "SingleEntryCache",
     "TimerHandle",
 ]
 
@@ -235,7 +245,14 @@ class EvictionPredicate(Protocol):
 
     @property
     def name(self) -> str:
-        """The name the queue's requeue counters go by; a class attribute satisfies it."""
+        """The predicate's name, which its requeues are attributed to; a class attribute
+        satisfies it.
+
+        A predicate named after one of PIP-430's requeue reasons (`recently-accessed`,
+        `expected-reads`) counts its requeues in that reason's metric (`cache_requeues_accessed`,
+        `cache_requeues_expected_reads`), whoever wrote it; another predicate names its counter
+        through [`AttributedPredicate`][brokerlab.protocols.AttributedPredicate].
+        """
 
     def decide(
         self, entry: CachedEntryView, kind: EvictionPass, threshold_ns: int
@@ -250,6 +267,35 @@ class EvictionPredicate(Protocol):
 
     def on_remove(self, entry: CachedEntryView) -> None:
         """An entry left the cache, for any reason."""
+
+
+@runtime_checkable
+class SilentPredicate(EvictionPredicate, Protocol):
+    """Optional: a predicate that may do without the `on_*` notifications.
+
+    When `needs_notifications` is false (read once, when the queue is built), the queue never
+    calls `on_insert`, `on_access` or `on_remove`, which keeps inserts and hits cheap. A predicate
+    without this member is notified of everything.
+    """
+
+    @property
+    def needs_notifications(self) -> bool:
+        """Whether the queue must call the `on_*` notifications; a class attribute satisfies it."""
+
+
+@runtime_checkable
+class AttributedPredicate(EvictionPredicate, Protocol):
+    """Optional: a predicate that names the counter its requeues count in.
+
+    Every REQUEUE this predicate decides adds one to the metric `requeue_metric` (a registered
+    counter, such as `cache_requeues_accessed` for a variant of the recently-accessed rule).
+    Without this member the queue attributes by
+    [`name`][brokerlab.protocols.EvictionPredicate.name].
+    """
+
+    @property
+    def requeue_metric(self) -> str:
+        """The registered counter metric this predicate's requeues add to."""
 
 
 class EntryCache(Protocol):
@@ -308,6 +354,29 @@ class EntryCache(Protocol):
 
     def stats(self) -> Mapping[str, float]:
         """Cumulative counters and current gauges, by registered metric name."""
+
+
+@runtime_checkable
+class SingleEntryCache(EntryCache, Protocol):
+    """Optional: an entry cache with one-entry forms of its read, storage-read and release calls.
+
+    A caller that makes one-entry requests (the trace replay) uses these instead of
+    [`read`][brokerlab.protocols.EntryCache.read] with `first == last`,
+    [`storage_read`][brokerlab.protocols.EntryCache.storage_read] with one-element sequences and
+    [`released`][brokerlab.protocols.EntryCache.released] with a position tuple. Each must do
+    exactly what its general form does, counters included.
+    """
+
+    def read_entry(self, topic: str, ledger_id: int, entry_id: int, reader: str) -> bool:
+        """`read(topic, ledger_id, entry_id, entry_id, reader)`; True on a hit."""
+
+    def storage_read_entry(
+        self, topic: str, ledger_id: int, entry_id: int, size: int, reader: str
+    ) -> None:
+        """`storage_read(topic, ledger_id, (entry_id,), (size,), reader)`."""
+
+    def release_entry(self, topic: str, ledger_id: int, entry_id: int) -> None:
+        """`released(topic, (ledger_id, entry_id))`."""
 
 
 # --------------------------------------------------------------------------------------------

@@ -48,10 +48,13 @@ class Result:
     events: int = field(default=0, compare=False)
     timeline: tuple[Mapping[str, float], ...] = field(default=(), compare=False, repr=False)
     per_broker: tuple[Mapping[str, float | None], ...] = ()
+    compiled: Mapping[str, list[str]] = field(default_factory=dict, compare=False)
+    """Role -> the modules of its plugin that ran compiled (``PluginHost.compiled_modules``):
+    provenance, not a result, so runs that differ only here compare equal."""
 
     def to_json(self) -> str:
-        """The CLI's ``--json`` document; byte-identical for identical inputs. ``per_broker``
-        appears only for a cluster, so a one-broker document is what it always was."""
+        """The CLI's ``--json`` document; byte-identical for identical inputs and builds.
+        ``per_broker`` appears only for a cluster, ``compiled`` only when it was recorded."""
         document: dict[str, object] = {
             "profile": self.profile,
             "workload": self.workload,
@@ -61,6 +64,8 @@ class Result:
         }
         if self.per_broker:
             document["per_broker"] = [dict(m) for m in self.per_broker]
+        if self.compiled:
+            document["compiled"] = dict(self.compiled)
         return json.dumps(document, indent=2)
 
 
@@ -141,6 +146,9 @@ def simulate(
         progress=progress,
         metrics=host.metrics(),
     )
+        profile, choices, workload, seed, simulator=simulator, progress=progress
+    )
+    return replace(result, compiled=host.compiled_modules(choices, workload.simulator))
 
 
 def run_simulation(

@@ -27,7 +27,7 @@ from brokerlab.spark.cells import build_cells
 from brokerlab.workloads import WorkloadDocument
 from brokerlab_plugins.cache_trace.model import TraceWorkload
 from brokerlab_plugins.cache_trace.plugin import estimated_cost, scale_trace_workload
-from brokerlab_plugins.cache_trace.replay import Pip430Requests, TraceReplay, requests_of
+from brokerlab_plugins.cache_trace.replay import SingleEntryRequests, TraceReplay, requests_of
 from brokerlab_plugins.cache_trace.simulator import load_trace, replay_trace
 from brokerlab_plugins.cache_trace.synthetic import zipf_csv
 from brokerlab_plugins.cache_trace.traces import ORACLE_GENERAL, TraceLimits, read_trace
@@ -365,23 +365,29 @@ def test_differential_pip430_without_predicates_is_a_byte_fifo(
     assert round((1 - miss_ratio) * len(rows)) == int(hits.sum())
 
 
+_ENTRY_CACHE_MEMBERS = frozenset(n for n in vars(EntryCache) if not n.startswith("_"))
+
+
 class _ThroughTheProtocol:
-    """A cache the replay can reach only through the ``EntryCache`` protocol: it forwards every
-    attribute to the real cache."""
+    """A cache the replay can reach only through the ``EntryCache`` protocol: it forwards the
+    protocol's members to the real cache, and nothing else (no one-entry methods)."""
 
     def __init__(self, cache: EntryCache) -> None:
         self._cache = cache
 
     def __getattr__(self, name: str) -> object:
+        if name not in _ENTRY_CACHE_MEMBERS:
+            raise AttributeError(name)
         return getattr(self._cache, name)
 
 
 @pytest.mark.parametrize("admission", ["add", "storage-read"])
-def test_the_pip430_shortcut_replays_exactly_as_the_protocol_does(
+def test_the_single_entry_path_replays_exactly_as_the_protocol_does(
     tmp_path: Path, host: PluginHost, admission: str
 ) -> None:
-    """The replay calls the PIP-430 cache's single-entry methods directly; through the protocol
-    the same trace gives the same hits, peak and counters (time and size evictions included)."""
+    """The replay finds the PIP-430 cache's one-entry methods (``SingleEntryCache``); through the
+    plain protocol the same trace gives the same hits, peak and counters (time and size evictions
+    included)."""
     write_csv(tmp_path / "t.csv", synthetic_rows(4_000, 300, seed=3))
     toml = write_workload(tmp_path, "t.csv", "csv", admission=admission)
     workload = load_workload(host, str(toml))
@@ -398,7 +404,8 @@ def test_the_pip430_shortcut_replays_exactly_as_the_protocol_does(
     for direct in (True, False):
         loop = EventLoop()
         cache = choices.entry_cache.record.factory(plugin_context(profile, choices, loop, 0))
-        assert isinstance(requests_of(cache, "add"), Pip430Requests)
+        assert isinstance(requests_of(cache, "add"), SingleEntryRequests)
+        assert not isinstance(requests_of(_ThroughTheProtocol(cache), "add"), SingleEntryRequests)
         replay = TraceReplay(
             cache if direct else _ThroughTheProtocol(cache),  # type: ignore[arg-type]
             choices.cursor_container.record.factory(),

@@ -493,7 +493,8 @@ def test_run_json_document_and_identical_reruns(tmp_path: Path) -> None:
     assert first.returncode == 0, first.stderr
     assert first.stdout == second.stdout
     document = json.loads(first.stdout)
-    assert list(document) == ["profile", "workload", "seed", "plugins", "metrics"]
+    assert list(document) == ["profile", "workload", "seed", "plugins", "metrics", "compiled"]
+    assert set(document["compiled"]) == {*document["plugins"], "simulator"}
     assert document["seed"] == 4 and document["workload"] == "small"
     assert document["plugins"]["entry_cache"] == "disabled"
     assert document["metrics"]["delivered"] == document["metrics"]["published"] > 0

@@ -123,6 +123,7 @@ def test_a_one_broker_run_has_no_per_broker_metrics() -> None:
         "seed",
         "plugins",
         "metrics",
+        "compiled",
     ]
 
 
@@ -138,7 +139,9 @@ def test_brokerlab_run_shows_each_broker(tmp_path: Path) -> None:
     path = tmp_path / "cluster.toml"
     path.write_text(workload(CRASH_BROKER_0))
     document = json.loads(brokerlab_run(path, "--json").stdout)
-    assert list(document) == ["profile", "workload", "seed", "plugins", "metrics", "per_broker"]
+    assert list(document) == [
+        "profile", "workload", "seed", "plugins", "metrics", "per_broker", "compiled"
+    ]  # fmt: skip
     profile = load_profile(
         ROOT / "profiles" / "baseline.conf", ["defaultNumberOfNamespaceBundles=3"], host=HOST
     )

@@ -674,10 +674,16 @@ def test_differential_second_chance(limit: int, watermark: float) -> None:
 
 
 def test_a_subclass_of_a_built_in_predicate_decides_and_names_itself() -> None:
-    """Built-in predicates run compiled; a Python subclass still overrides what it redefines."""
+    """Built-in predicates run compiled; a Python subclass still overrides what it redefines.
+    A renamed subclass keeps the rule's requeue counter (``requeue_metric``); one that names
+    another counter reports there."""
 
     class Renamed(RecentlyAccessedPredicate):
-        name = "renamed"  # its requeues are no longer counted as "accessed"
+        name = "renamed"
+
+    class Elsewhere(RecentlyAccessedPredicate):
+        name = "elsewhere"
+        requeue_metric = "cache_requeues_expected_reads"
 
     class Keeper(RecentlyAccessedPredicate):
         def decide(self, entry: Any, kind: Any, threshold_ns: int) -> Any:
@@ -685,8 +691,12 @@ def test_a_subclass_of_a_built_in_predicate_decides_and_names_itself() -> None:
 
             return EvictionDecision.STOP
 
-    for predicate, survives, counted in ((RecentlyAccessedPredicate(), True, 1),
-                                         (Renamed(), True, 0), (Keeper(), True, 0)):  # fmt: skip
+    for predicate, survives, counted, elsewhere in (
+        (RecentlyAccessedPredicate(), True, 1, 0),
+        (Renamed(), True, 1, 0),
+        (Elsewhere(), True, 0, 1),
+        (Keeper(), True, 0, 0),
+    ):
         cache, loop, _ = make_cache(predicates=(predicate,))
         cache.put(T, (0, 0), 1, None)
         cache.put(T, (0, 1), 1, None)
@@ -695,6 +705,7 @@ def test_a_subclass_of_a_built_in_predicate_decides_and_names_itself() -> None:
         assert ((0, 0) in cache.cached(T)) is survives, predicate
         assert ((0, 1) in cache.cached(T)) is isinstance(predicate, Keeper), predicate
         assert cache.counters.cache_requeues_accessed == counted, predicate
+        assert cache.counters.cache_requeues_expected_reads == elsewhere, predicate
 
 
 def test_a_subclass_of_the_stateless_base_that_listens_is_notified() -> None:

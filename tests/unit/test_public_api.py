@@ -30,6 +30,9 @@ def test_every_record_and_protocol_is_exported_from_the_package() -> None:
         "PluginHost",
         "Profile",
         "RankedCursorContainer",
+        "SilentPredicate",
+        "AttributedPredicate",
+        "SingleEntryCache",
     }
     assert wanted <= set(brokerlab.__all__)
     for name in brokerlab.__all__:

@@ -1,9 +1,10 @@
 """The configurations of a results folder: their labels, their order, and what each one is.
 
 A configuration is a profile with its ``--set`` values (and scale): what the report ranks. Its
-description names the plugin chosen per extension point and the settings that differ from the
-first configuration, from the ``plugins``, ``plugin_versions`` and ``settings`` columns of the
-result rows (rows of older results have no ``settings``: their ``--set`` values stand in).
+description names the plugin chosen per extension point, which of them ran compiled, and the
+settings that differ from the first configuration, from the ``plugins``, ``plugin_versions``,
+``compiled`` and ``settings`` columns of the result rows (rows of older results have no
+``settings``: their ``--set`` values stand in; nor ``compiled``: then it is "not recorded").
 """
 
 from __future__ import annotations
@@ -93,6 +94,23 @@ class Configuration:
     """Setting -> value, for each setting whose value differs from the first configuration's."""
     settings_recorded: bool = True
     """False for rows of older results without settings: ``differences`` are the --set values."""
+    compiled: Sequence[Mapping[str, Sequence[str]]] = ()
+    """Each distinct record of what ran compiled among the configuration's cells (role -> the
+    compiled modules of its plugin); empty when no cell recorded it."""
+
+    def compiled_line(self) -> str:
+        """Which roles' plugins ran compiled (mypyc), so wall times compare knowingly."""
+        if not self.compiled:
+            return "compiled modules: not recorded"
+        lines = []
+        for record in self.compiled:
+            built = [f"{role} ({len(m)})" for role, m in record.items() if m]
+            plain = [role for role, m in record.items() if not m]
+            line = f"compiled: {', '.join(built) or 'none'}"
+            lines.append(line + (f"; as Python: {', '.join(plain)}" if plain else ""))
+        if len(lines) > 1:
+            return "cells differ in what ran compiled: " + " | ".join(lines)
+        return lines[0]
 
     def plugin_line(self) -> str:
         """``entry_cache=pip430, ack_state_persister=range-count, ...``."""
@@ -135,10 +153,8 @@ def describe_configurations(rows: pd.DataFrame, order: Sequence[str]) -> list[Co
     """One :class:`Configuration` per label in ``order`` (labels of ``rows``, the first the one
     the others are compared with). The settings of a configuration are those of its latest row."""
     labels = pd.Series(config_labels(rows), index=rows.index)
-    latest = {
-        label: group.sort_values("finished_at").iloc[-1]
-        for label, group in rows.groupby(labels, sort=False)
-    }
+    groups = dict(list(rows.groupby(labels, sort=False)))
+    latest = {label: group.sort_values("finished_at").iloc[-1] for label, group in groups.items()}
     first = _json(latest[order[0]]["settings"]) if order else {}
     described = []
     for label in order:
@@ -151,9 +167,18 @@ def describe_configurations(rows: pd.DataFrame, order: Sequence[str]) -> list[Co
             differences = {k: _shown(settings[k]) for k in keys if settings[k] != first.get(k)}
         else:
             differences = {k: str(v) for k, v in _json(row["overrides"]).items()}
+        column = groups[label].get("compiled", pd.Series(dtype=object))
+        compiled = [_json(text) for text in dict.fromkeys(column.dropna()) if text]
         described.append(
             Configuration(
-                label, plugins, sources, differences, settings_recorded=bool(settings and first)
+                label,
+                plugins,
+                sources,
+                differences,
+                settings_recorded=bool(settings and first),
+                compiled=[
+                    {k: list(v) for k, v in c.items() if isinstance(v, list)} for c in compiled
+                ],
             )
         )
     return described

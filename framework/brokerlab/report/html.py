@@ -143,8 +143,10 @@ def _configurations(configurations: Sequence[Configuration]) -> str:
             if sources
             else ""
         )
+        compiled = f"<div class='quiet'>{_e(c.compiled_line())}</div>"
         lines.append(
-            f"<tr><td>{_e(c.label)}</td><td class='text'>{_e(c.plugin_line())}{details}</td>"
+            f"<tr><td>{_e(c.label)}</td><td class='text'>{_e(c.plugin_line())}{compiled}{details}"
+            "</td>"
             f"<td class='text'>{_e(c.difference_line())}</td></tr>"
         )
     lines.append("</table></div>")

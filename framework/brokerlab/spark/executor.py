@@ -104,11 +104,22 @@ def run_cells(cells: Iterable[Mapping[str, Any]], config: HostConfig) -> Iterato
                     {name: _float(value) for name, value in metrics.items()}
                     for metrics in result.per_broker
                 ]
-            row.update(status=STATUS_OK, error=None, plugin_versions=_versions(choices))
+            compiled = host.compiled_modules(choices, simulator.name)
+            row.update(
+                status=STATUS_OK,
+                error=None,
+                plugin_versions=_versions(choices),
+                compiled=json.dumps(compiled, sort_keys=True),
+            )
         except CellRefused as exc:
-            row.update(status=STATUS_FAILED, error=str(exc), plugin_versions=None)
+            row.update(status=STATUS_FAILED, error=str(exc), plugin_versions=None, compiled=None)
         except Exception:
-            row.update(status=STATUS_FAILED, error=traceback.format_exc(), plugin_versions=None)
+            row.update(
+                status=STATUS_FAILED,
+                error=traceback.format_exc(),
+                plugin_versions=None,
+                compiled=None,
+            )
         row["elapsed_s"] = time.perf_counter() - started
         row["finished_at"] = datetime.now(UTC).isoformat(timespec="seconds")
         yield row

@@ -45,6 +45,9 @@ PROVENANCE_COLUMNS: tuple[tuple[str, pa.DataType], ...] = (
     ("brokerlab_version", pa.string()),
     ("plugins", pa.string()),  # JSON: extension point -> record name
     ("plugin_versions", pa.string()),  # JSON: extension point -> "distribution version"
+    # JSON: extension point (and "simulator") -> the modules of its plugin that ran compiled
+    # (empty list: as Python); null in older results
+    ("compiled", pa.string()),
     ("profile_fingerprint", pa.string()),
     ("settings", pa.string()),  # JSON: every resolved profile key -> value (null in older results)
     ("headline", pa.string()),  # the metric the workload ranks on ("": its simulator's default)

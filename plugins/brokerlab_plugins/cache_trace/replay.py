@@ -25,11 +25,10 @@ import numpy.typing as npt
 
 from brokerlab.broker.events import EventLoop
 from brokerlab.gc_policy import new_objects_only
-from brokerlab.protocols import CursorContainer, EntryCache
+from brokerlab.protocols import CursorContainer, EntryCache, SingleEntryCache
 from brokerlab_plugins.cache_trace.traces import Trace
-from brokerlab_plugins.pip430_cache.cache import Pip430EntryCache
 
-__all__ = ["READER", "TOPIC", "TraceReplay"]
+__all__ = ["READER", "TOPIC", "CacheRequests", "SingleEntryRequests", "TraceReplay", "requests_of"]
 
 TOPIC: Final = "trace"
 READER: Final = "trace-reader"
@@ -63,34 +62,41 @@ class CacheRequests:
         return self.cache.size_bytes()
 
 
-class Pip430Requests(CacheRequests):
-    """The same requests of the built-in PIP-430 cache, through its single-entry methods, which
-    compiled code calls directly: a replay spends most of its time in these calls."""
+class SingleEntryRequests(CacheRequests):
+    """The same requests of a :class:`~brokerlab.protocols.SingleEntryCache`, through its
+    one-entry methods, taken bound once: a replay spends most of its time in these calls."""
 
-    def __init__(self, cache: Pip430EntryCache, admission: Admission) -> None:
+    def __init__(self, cache: SingleEntryCache, admission: Admission) -> None:
         super().__init__(cache, admission)
-        self.pip430 = cache
+        self._read_entry: Callable[[str, int, int, str], bool] = cache.read_entry
+        self._insert: Callable[[str, tuple[int, int], int], bool] = cache.insert
+        self._storage_read_entry: Callable[[str, int, int, int, str], None] = (
+            cache.storage_read_entry
+        )
+        self._release_entry: Callable[[str, int, int], None] = cache.release_entry
+        self._size_bytes: Callable[[], int] = cache.size_bytes
 
     def hit(self, ledger: int, entry: int) -> bool:
-        return self.pip430.read_entry(TOPIC, ledger, entry, READER)
+        return self._read_entry(TOPIC, ledger, entry, READER)
 
     def admit(self, ledger: int, entry: int, size: int) -> None:
         if self.by_add:
-            self.pip430.insert(TOPIC, (ledger, entry), size)
+            self._insert(TOPIC, (ledger, entry), size)
         else:
-            self.pip430.storage_read_entry(TOPIC, ledger, entry, size, READER)
+            self._storage_read_entry(TOPIC, ledger, entry, size, READER)
 
     def release(self, ledger: int, entry: int) -> None:
-        self.pip430.release_entry(TOPIC, ledger, entry)
+        self._release_entry(TOPIC, ledger, entry)
 
     def size_bytes(self) -> int:
-        return self.pip430.size_bytes()
+        return self._size_bytes()
 
 
 def requests_of(cache: EntryCache, admission: Admission) -> CacheRequests:
-    """The fastest way to make a replay's requests of ``cache``."""
-    if isinstance(cache, Pip430EntryCache):
-        return Pip430Requests(cache, admission)
+    """The requests a replay makes of ``cache``: through the one-entry methods of a cache that
+    has them (found by its members, whoever wrote it), else through the general ones."""
+    if isinstance(cache, SingleEntryCache):
+        return SingleEntryRequests(cache, admission)
     return CacheRequests(cache, admission)
 
 

@@ -6,7 +6,7 @@ insertion order, the asynchronous size eviction and the expected read counts (sp
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Final
 
 from brokerlab.protocols import (
@@ -15,7 +15,6 @@ from brokerlab.protocols import (
     Position,
     RankedCursorContainer,
 )
-from brokerlab_plugins.cursor_containers.sorted_list import SortedListCursorContainer
 from brokerlab_plugins.entry_cache_common import (
     AsyncEviction,
     BacklogCaching,
@@ -41,17 +40,17 @@ class _Ledgers:
         "last_id",
         "last_ledger",
         "ledgers",
-        "ranked",
+        "rank",
         "slowest",
-        "sorted",
         "window_start_ns",
     )
 
     def __init__(self, cursors: CursorContainer, now_ns: int) -> None:
         self.cursors = cursors
-        self.ranked = isinstance(cursors, RankedCursorContainer)
-        # The built-in ranked container, which compiled code queries directly, not by protocol.
-        self.sorted = cursors if isinstance(cursors, SortedListCursorContainer) else None
+        # The rank query of a container that has one, found by its members and taken once.
+        self.rank: Callable[[str], int] | None = (
+            cursors.count_at_or_before if isinstance(cursors, RankedCursorContainer) else None
+        )
         self.ledgers: dict[int, LedgerEntries] = {}
         # The ledger found last: reads, adds and releases mostly hit one ledger in a row. Until
         # one is found, ``last_id`` is -1, which the lookup never takes for a ledger id.
@@ -315,10 +314,9 @@ class Pip430EntryCache:
 
     def _expected_after_storage_read(self, state: _Ledgers, topic: str, reader: str) -> int:
         """The expected read count an entry ``reader`` read from storage is cached with."""
-        if self._by_read_count and state.ranked:
-            if state.sorted is not None:
-                return state.sorted.count_at_or_before(reader)
-            return state.cursors.count_at_or_before(reader)  # type: ignore[attr-defined, no-any-return]
+        rank = state.rank
+        if self._by_read_count and rank is not None:
+            return rank(reader)
         # Legacy mapping of ``isCacheReadEntry()`` onto the count: 1 or 0 (§3.2, inferred).
         return 1 if self._backlog.caches_reads(topic, reader) else 0
 
@@ -433,5 +431,6 @@ class Pip430EntryCache:
     def stats(self) -> Mapping[str, float]:
         # Refused inserts and visited ledgers are the legacy cache's (declared by its plugin).
         stats = self.counters.as_stats(without=_LEGACY_ONLY)
+        stats.update(self.queue.other_requeues)
         stats["cache_non_evictable_bytes"] = self.non_evictable()[1]
         return stats

@@ -13,21 +13,20 @@ from typing import Any, ClassVar, Final
 from mypy_extensions import mypyc_attr
 
 from brokerlab.protocols import CachedEntryView, EvictionDecision, EvictionPass
-from brokerlab_plugins.pip430_cache.entry import CachedEntry
 
 __all__ = ["ExpectedReadsPredicate", "RecentlyAccessedPredicate", "StatelessPredicate"]
 
 _REQUEUE: Final = EvictionDecision.REQUEUE
 _TIME: Final = EvictionPass.TIME
+_NOTIFICATIONS: Final = ("on_insert", "on_access", "on_remove")
 
 
 @mypyc_attr(allow_interpreted_subclasses=True)
 class StatelessPredicate:
     """A predicate whose ``on_*`` notifications do nothing.
 
-    The queue skips notifying predicates of this type, which keeps inserts and reads cheap. For
-    the built-in predicates themselves (not subclasses) it calls :meth:`decide_cached`, which
-    compiled code calls directly and which reads the cache's own wrapper without attribute lookups.
+    Satisfies :class:`~brokerlab.protocols.SilentPredicate`: ``needs_notifications`` is false
+    unless a subclass overrides one of the notifications, so the queue skips them.
     """
 
     name: ClassVar[str] = "stateless"
@@ -37,11 +36,11 @@ class StatelessPredicate:
     ) -> EvictionDecision | None:
         return None  # abstains; a subclass decides
 
-    def decide_cached(
-        self, entry: CachedEntry, kind: EvictionPass, threshold_ns: int
-    ) -> EvictionDecision | None:
-        """:meth:`decide` for the PIP-430 cache's own wrapper; the same decision."""
-        return None
+    @property
+    def needs_notifications(self) -> bool:
+        """Whether this object's class overrides any of the ``on_*`` notifications."""
+        own = type(self)
+        return any(getattr(own, n) is not getattr(StatelessPredicate, n) for n in _NOTIFICATIONS)
 
     def on_insert(self, entry: CachedEntryView) -> None:
         return None
@@ -59,14 +58,10 @@ class RecentlyAccessedPredicate(StatelessPredicate):
     was (re)queued. This reason has no cap; the requeue clears ``accessed``."""
 
     name: ClassVar[str] = "recently-accessed"
+    requeue_metric: ClassVar[str] = "cache_requeues_accessed"
 
     def decide(
         self, entry: CachedEntryView, kind: EvictionPass, threshold_ns: int
-    ) -> EvictionDecision | None:
-        return _requeue_if_accessed(entry.accessed, entry.timestamp_ns, kind, threshold_ns)
-
-    def decide_cached(
-        self, entry: CachedEntry, kind: EvictionPass, threshold_ns: int
     ) -> EvictionDecision | None:
         return _requeue_if_accessed(entry.accessed, entry.timestamp_ns, kind, threshold_ns)
 
@@ -77,6 +72,7 @@ class ExpectedReadsPredicate(StatelessPredicate):
     its ``requeue_count`` (shared with access requeues) is below the configured maximum."""
 
     name: ClassVar[str] = "expected-reads"
+    requeue_metric: ClassVar[str] = "cache_requeues_expected_reads"
 
     def __init__(self, max_requeues: int) -> None:
         self.max_requeues = max_requeues
@@ -91,12 +87,6 @@ class ExpectedReadsPredicate(StatelessPredicate):
         self, entry: CachedEntryView, kind: EvictionPass, threshold_ns: int
     ) -> EvictionDecision | None:
         reads = entry.expected_reads or 0  # None: nothing tracked
-        return self._rule(reads, entry.requeue_count, entry.timestamp_ns, kind, threshold_ns)
-
-    def decide_cached(
-        self, entry: CachedEntry, kind: EvictionPass, threshold_ns: int
-    ) -> EvictionDecision | None:
-        reads = entry.reads if entry.counted else 0
         return self._rule(reads, entry.requeue_count, entry.timestamp_ns, kind, threshold_ns)
 
     def _rule(

@@ -15,20 +15,23 @@ REQUEUE restamps the entry with the current time, clears ``accessed``, adds one 
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Final
 
 from brokerlab.errors import PluginError
-from brokerlab.protocols import Clock, EvictionDecision, EvictionPass, EvictionPredicate
+from brokerlab.protocols import (
+    AttributedPredicate,
+    CachedEntryView,
+    Clock,
+    EvictionDecision,
+    EvictionPass,
+    EvictionPredicate,
+    SilentPredicate,
+)
 from brokerlab_plugins.entry_cache_common import CacheCounters
 from brokerlab_plugins.pip430_cache.entry import CachedEntry, cut_front
-from brokerlab_plugins.pip430_cache.predicates import (
-    ExpectedReadsPredicate,
-    RecentlyAccessedPredicate,
-    StatelessPredicate,
-)
 
-__all__ = ["RemovalQueue"]
+__all__ = ["RemovalQueue", "requeue_metric"]
 
 # Final: read once, not looked up by name on every use when the module is compiled.
 _REMOVE: Final = EvictionDecision.REMOVE
@@ -37,15 +40,16 @@ _STOP: Final = EvictionDecision.STOP
 _TIME: Final = EvictionPass.TIME
 _SIZE: Final = EvictionPass.SIZE
 
-# Requeue reason -> counter; a requeue by any other predicate is not attributed.
-_REQUEUE_COUNTERS: Final = {
+# PIP-430's requeue reasons by predicate name -> their counters: a predicate with one of these
+# names counts there unless it names a counter itself (AttributedPredicate).
+_REASON_COUNTERS: Final = {
     "recently-accessed": "cache_requeues_accessed",
     "expected-reads": "cache_requeues_expected_reads",
 }
-# A pass counts requeues in a list by slot: one per counter, then one for the unattributed.
-_COUNTER_NAMES: Final = tuple(_REQUEUE_COUNTERS.values())
-_UNATTRIBUTED: Final = len(_COUNTER_NAMES)
-_SLOTS: Final = {reason: slot for slot, reason in enumerate(_REQUEUE_COUNTERS)}
+# The counters CacheCounters keeps; requeues counted in any other metric go to other_requeues.
+_COUNTER_FIELDS: Final = frozenset(_REASON_COUNTERS.values())
+
+Decide = Callable[[CachedEntryView, EvictionPass, int], EvictionDecision | None]
 
 
 class RemovalQueue:
@@ -61,9 +65,11 @@ class RemovalQueue:
         "_clock",
         "_counters",
         "_head",
+        "_metrics",
         "_queue",
         "_requeue_budget",
         "listeners",
+        "other_requeues",
         "predicates",
         "size",
     )
@@ -85,12 +91,18 @@ class RemovalQueue:
         self._queue: list[CachedEntry] = []
         self._head = 0
         self.size = 0
-        # Each predicate with the slot of its requeue counter, looked up once and not per requeue,
-        # and itself again when it is a built-in one, whose decide_cached compiled code calls
-        # directly.
-        self._chain = tuple(
-            (p, _built_in(p), _SLOTS.get(p.name, _UNATTRIBUTED)) for p in self.predicates
+        # Each predicate with its bound decide and the slot of its requeue counter, looked up once
+        # and not per decision. A pass counts requeues in a list by slot: one per counter, then
+        # one for the unattributed.
+        metrics = [requeue_metric(p) for p in self.predicates]
+        self._metrics: tuple[str, ...] = tuple(dict.fromkeys(m for m in metrics if m))
+        unattributed = len(self._metrics)
+        self._chain: tuple[tuple[EvictionPredicate, Decide, int], ...] = tuple(
+            (p, p.decide, self._metrics.index(m) if m else unattributed)
+            for p, m in zip(self.predicates, metrics, strict=True)
         )
+        # Requeues counted in metrics other than CacheCounters' own (a plugin's counter).
+        self.other_requeues: dict[str, int] = {}
         # With the built-in predicates an entry is requeued at most 1 + max_requeues times in one
         # pass; past that a third-party predicate is looping, and the pass falls back to its rule.
         self._requeue_budget = max(0, max_requeues) + 2  # a cap below 0 requeues as 0 does
@@ -126,7 +138,8 @@ class RemovalQueue:
         size_pass = kind is _SIZE
         now = self._clock.now_ns()
         budget = start_budget = (len(queue) - head) * self._requeue_budget
-        requeues = [0] * (_UNATTRIBUTED + 1)
+        requeues = [0] * (len(self._metrics) + 1)
+        unattributed = len(self._metrics)
         removed = removed_bytes = visited = 0
         try:
             while head < len(queue):
@@ -139,16 +152,13 @@ class RemovalQueue:
                     break
                 # The predicate chain, first decision wins (inlined: this loop is the hot path).
                 decision: EvictionDecision | None = None
-                slot = _UNATTRIBUTED
+                slot = unattributed
                 if budget > 0:
-                    for predicate, built_in, predicate_slot in chain:
-                        if built_in is not None:
-                            decision = built_in.decide_cached(entry, kind, threshold_ns)
-                        else:
-                            decision = predicate.decide(entry, kind, threshold_ns)
-                            if decision is not None and not isinstance(decision, EvictionDecision):
-                                raise _not_a_decision(predicate, decision)
+                    for predicate, decide, predicate_slot in chain:
+                        decision = decide(entry, kind, threshold_ns)
                         if decision is not None:
+                            if not isinstance(decision, EvictionDecision):
+                                raise _not_a_decision(predicate, decision)
                             slot = predicate_slot
                             break
                 elif not size_pass:
@@ -177,8 +187,11 @@ class RemovalQueue:
             self._head = head - cut_front(queue, head)
             counters.cache_eviction_work += visited
             if budget < start_budget:  # every requeue spent one unit of the budget
-                for name, count in zip(_COUNTER_NAMES, requeues, strict=False):
-                    setattr(counters, name, getattr(counters, name) + count)
+                for name, count in zip(self._metrics, requeues, strict=False):
+                    if name in _COUNTER_FIELDS:
+                        setattr(counters, name, getattr(counters, name) + count)
+                    elif count:
+                        self.other_requeues[name] = self.other_requeues.get(name, 0) + count
         return removed, removed_bytes
 
     def _take(self, entry: CachedEntry, kind: EvictionPass) -> None:
@@ -194,16 +207,18 @@ class RemovalQueue:
             listener.on_remove(entry)
 
 
-_NOTIFICATIONS: Final = ("on_insert", "on_access", "on_remove")
-
-
 def _listens(predicate: EvictionPredicate) -> bool:
     """Whether ``predicate`` needs the per-entry notifications: any predicate but a
-    :class:`StatelessPredicate` whose subclass left all three as they are."""
-    if not isinstance(predicate, StatelessPredicate):
-        return True
-    own = type(predicate)
-    return any(getattr(own, n) is not getattr(StatelessPredicate, n) for n in _NOTIFICATIONS)
+    :class:`~brokerlab.protocols.SilentPredicate` that says it does not."""
+    return not isinstance(predicate, SilentPredicate) or bool(predicate.needs_notifications)
+
+
+def requeue_metric(predicate: EvictionPredicate) -> str | None:
+    """The counter ``predicate``'s requeues count in: the one it names
+    (:class:`~brokerlab.protocols.AttributedPredicate`), else its PIP-430 reason's by name."""
+    if isinstance(predicate, AttributedPredicate):
+        return str(predicate.requeue_metric)
+    return _REASON_COUNTERS.get(predicate.name)
 
 
 def _not_a_decision(predicate: EvictionPredicate, decision: object) -> PluginError:
@@ -212,15 +227,3 @@ def _not_a_decision(predicate: EvictionPredicate, decision: object) -> PluginErr
         f"eviction predicate {predicate.name!r} returned {decision!r} from decide(); "
         "allowed: an EvictionDecision or None"
     )
-
-
-def _built_in(predicate: EvictionPredicate) -> StatelessPredicate | None:
-    """``predicate`` when it is one of the built-in predicates itself, whose ``decide_cached``
-    the queue calls; a subclass may override ``decide``, so it is asked through the protocol."""
-    if isinstance(predicate, StatelessPredicate) and type(predicate) in (
-        StatelessPredicate,
-        RecentlyAccessedPredicate,
-        ExpectedReadsPredicate,
-    ):
-        return predicate
-    return None
