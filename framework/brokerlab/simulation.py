@@ -137,7 +137,7 @@ def simulate(
             "(brokerlab workloads lists each one's)",
             value=workload.name,
         )
-    return run_simulation(
+    result = run_simulation(
         profile,
         choices,
         workload,
@@ -145,8 +145,6 @@ def simulate(
         simulator=simulator,
         progress=progress,
         metrics=host.metrics(),
-    )
-        profile, choices, workload, seed, simulator=simulator, progress=progress
     )
     return replace(result, compiled=host.compiled_modules(choices, workload.simulator))
 
