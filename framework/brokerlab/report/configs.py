@@ -99,18 +99,24 @@ class Configuration:
     compiled modules of its plugin); empty when no cell recorded it."""
 
     def compiled_line(self) -> str:
-        """Which roles' plugins ran compiled (mypyc), so wall times compare knowingly."""
+        """Which roles' plugins ran compiled (mypyc), so wall times compare knowingly. A role
+        compiled in some cells and not in others (executors with different builds) is named
+        apart; a role absent from some cells (another simulator's workload) is not a difference."""
         if not self.compiled:
             return "compiled modules: not recorded"
-        lines = []
+        seen: dict[str, set[bool]] = {}
         for record in self.compiled:
-            built = [f"{role} ({len(m)})" for role, m in record.items() if m]
-            plain = [role for role, m in record.items() if not m]
-            line = f"compiled: {', '.join(built) or 'none'}"
-            lines.append(line + (f"; as Python: {', '.join(plain)}" if plain else ""))
-        if len(lines) > 1:
-            return "cells differ in what ran compiled: " + " | ".join(lines)
-        return lines[0]
+            for role, modules in record.items():
+                seen.setdefault(role, set()).add(bool(modules))
+        built = [role for role, kinds in seen.items() if kinds == {True}]
+        plain = [role for role, kinds in seen.items() if kinds == {False}]
+        mixed = [role for role, kinds in seen.items() if len(kinds) > 1]
+        parts = [f"compiled: {', '.join(built) or 'none'}"]
+        if plain:
+            parts.append(f"as Python: {', '.join(plain)}")
+        if mixed:
+            parts.append(f"compiled in some cells only: {', '.join(mixed)}")
+        return "; ".join(parts)
 
     def plugin_line(self) -> str:
         """``entry_cache=pip430, ack_state_persister=range-count, ...``."""
