@@ -18,6 +18,7 @@ Conventions shared by every protocol:
 * **Optional protocols** ([`RankedCursorContainer`][brokerlab.protocols.RankedCursorContainer],
   [`SilentPredicate`][brokerlab.protocols.SilentPredicate],
   [`AttributedPredicate`][brokerlab.protocols.AttributedPredicate],
+  [`RulePredicate`][brokerlab.protocols.RulePredicate],
   [`SingleEntryCache`][brokerlab.protocols.SingleEntryCache]) add a capability to a plugin object.
   A caller finds them by what the object has (`isinstance` against the protocol, which checks
   members, never classes), so a third-party plugin that implements one takes exactly the path a
@@ -59,6 +60,8 @@ __all__ = [
     "Position",
     "RankedCursorContainer",
     "RecoveredAckState",
+    "RequeueRule",
+    "RulePredicate",
     "Scheduler",
     "SilentPredicate",
     "SimulationOutput",
@@ -296,6 +299,54 @@ class AttributedPredicate(EvictionPredicate, Protocol):
     @property
     def requeue_metric(self) -> str:
         """The registered counter metric this predicate's requeues add to."""
+
+
+@dataclass(frozen=True)
+class RequeueRule:
+    """An eviction predicate's decision written as data, for a queue to apply without a call.
+
+    The rule REQUEUEs an entry the pass would otherwise remove (an expired entry in a time pass,
+    any entry in a size pass) when every condition holds, and abstains otherwise, as on a live
+    entry in a time pass. PIP-430's two reasons are rules: recently accessed is
+    `RequeueRule(when_accessed=True)`; expected reads is
+    `RequeueRule(min_expected_reads=1, below_requeues=N)`.
+    """
+
+    when_accessed: bool = False
+    """Only an entry read since it was (re)queued (`CachedEntryView.accessed`)."""
+    min_expected_reads: int = 0
+    """Only an entry with at least this many expected reads (0 when none are tracked)."""
+    below_requeues: int | None = None
+    """Only an entry requeued fewer times than this (`requeue_count`); `None`: no cap."""
+
+    def decide(
+        self, entry: CachedEntryView, kind: EvictionPass, threshold_ns: int
+    ) -> EvictionDecision | None:
+        """What the rule decides for ``entry``: REQUEUE or ``None`` (abstain)."""
+        if self.when_accessed and not entry.accessed:
+            return None
+        if self.min_expected_reads > 0 and (entry.expected_reads or 0) < self.min_expected_reads:
+            return None
+        if self.below_requeues is not None and entry.requeue_count >= self.below_requeues:
+            return None
+        if kind is EvictionPass.TIME and entry.timestamp_ns >= threshold_ns:
+            return None  # live: the queue's own rule stops there
+        return EvictionDecision.REQUEUE
+
+
+@runtime_checkable
+class RulePredicate(EvictionPredicate, Protocol):
+    """Optional: a predicate whose `decide` is a [`RequeueRule`][brokerlab.protocols.RequeueRule].
+
+    A queue that knows rules applies `requeue_rule` itself, on its own entries, instead of calling
+    `decide` for every entry it looks at; the decisions must be those `decide` gives (the contract
+    kit checks it on random entries). `None` means "call `decide`" (a subclass that overrides
+    `decide` returns it). Read once, when the queue is built.
+    """
+
+    @property
+    def requeue_rule(self) -> RequeueRule | None:
+        """The rule `decide` follows, or `None`."""
 
 
 class EntryCache(Protocol):

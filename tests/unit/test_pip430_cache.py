@@ -20,7 +20,7 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 from brokerlab.broker.events import EventLoop
 from brokerlab.errors import PluginError
 from brokerlab.profiles.model import BrokerSettings
-from brokerlab.protocols import EvictionPredicate, PluginContext, Position
+from brokerlab.protocols import EvictionPredicate, PluginContext, Position, RequeueRule
 from brokerlab_plugins.cursor_containers import SortedListCursorContainer
 from brokerlab_plugins.entry_cache_common import CacheLimits
 from brokerlab_plugins.pip430_cache import (
@@ -813,3 +813,107 @@ def test_a_requeue_cap_below_zero_acts_as_zero(max_requeue: int) -> None:
     assert hits(cache, 1, 1) == [1]
     assert time_pass(cache, loop) == (0, 0)
     assert time_pass(cache, loop) == (1, 10)
+
+
+class _RuleOnly:
+    """A third-party predicate that is only a rule: its decide() must never be called."""
+
+    needs_notifications = False
+
+    def __init__(self, name: str, rule: RequeueRule) -> None:
+        self.name = name
+        self.requeue_rule = rule
+
+    def decide(self, entry: Any, kind: Any, threshold_ns: int) -> Any:
+        raise AssertionError("a queue that knows rules does not call decide()")
+
+    def on_insert(self, entry: Any) -> None: ...
+
+    def on_access(self, entry: Any) -> None: ...
+
+    def on_remove(self, entry: Any) -> None: ...
+
+
+class _Asked:
+    """A built-in predicate without its rule: the queue must call its decide()."""
+
+    needs_notifications = False
+
+    def __init__(self, inner: RecentlyAccessedPredicate | ExpectedReadsPredicate) -> None:
+        self.name = inner.name
+        self.decide = inner.decide
+
+    def on_insert(self, entry: Any) -> None: ...
+
+    def on_access(self, entry: Any) -> None: ...
+
+    def on_remove(self, entry: Any) -> None: ...
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    ops=st.lists(
+        st.one_of(
+            st.tuples(st.just("put"), st.integers(1, 64), st.none() | st.integers(0, 2)),
+            st.tuples(st.just("read"), st.integers(0, 40)),
+            st.tuples(st.just("time"), st.integers(1, 3)),
+            st.tuples(st.just("size"), st.integers(1, 200)),
+        ),
+        max_size=80,
+    )
+)
+def test_a_rule_predicate_is_applied_without_a_call_and_decides_as_the_built_ins(
+    ops: list[tuple[Any, ...]],
+) -> None:
+    """RulePredicate: the queue applies ``requeue_rule`` itself. Two third-party predicates that
+    are only the built-ins' rules (their ``decide`` raises) give the same cache, counters
+    included, as the built-ins asked through ``decide`` under any mix of adds, hits, time and
+    size passes."""
+    built_in = make_cache(
+        predicates=(_Asked(RecentlyAccessedPredicate()), _Asked(ExpectedReadsPredicate(2))),
+        max_requeue=2,
+    )
+    rules = make_cache(
+        predicates=(
+            _RuleOnly("recently-accessed", RequeueRule(when_accessed=True)),
+            _RuleOnly("expected-reads", RequeueRule(min_expected_reads=1, below_requeues=2)),
+        ),
+        max_requeue=2,
+    )
+    for cache, loop, _ in (built_in, rules):
+        entry = 0
+        for op in ops:
+            if op[0] == "put":
+                cache.put(T, (0, entry), op[1], op[2])
+                entry += 1
+            elif op[0] == "read" and entry:
+                hits(cache, op[1] % entry, op[1] % entry)
+            elif op[0] == "time":
+                loop.run_until(loop.now_ns() + op[1] * MS)
+                cache.queue.evict_before(loop.now_ns() - MS)
+            elif op[0] == "size":
+                cache.queue.evict_size(op[1])
+    assert rules[0].cached(T) == built_in[0].cached(T)
+    assert rules[0].stats() == built_in[0].stats()
+    assert [e.requeue_count for e in rules[0].queue] == [e.requeue_count for e in built_in[0].queue]
+
+
+def test_a_built_in_predicate_offers_its_rule_unless_a_subclass_decides_otherwise() -> None:
+    assert RecentlyAccessedPredicate().requeue_rule == RequeueRule(when_accessed=True)
+    assert ExpectedReadsPredicate(3).requeue_rule == RequeueRule(
+        min_expected_reads=1, below_requeues=3
+    )
+
+    class Decides(RecentlyAccessedPredicate):
+        def decide(self, entry: Any, kind: Any, threshold_ns: int) -> Any:
+            return None
+
+    class Rules(ExpectedReadsPredicate):
+        def _rule(self, *args: Any) -> Any:
+            return None
+
+    class Renamed(ExpectedReadsPredicate):
+        name = "renamed"
+
+    assert Decides().requeue_rule is None and Rules(3).requeue_rule is None
+    assert Renamed(3).requeue_rule == ExpectedReadsPredicate(3).requeue_rule

@@ -29,6 +29,8 @@ from brokerlab.protocols import (
     EvictionPass,
     EvictionPredicate,
     Position,
+    RequeueRule,
+    RulePredicate,
 )
 from brokerlab.records import EntryCacheRecord, EvictionPredicateRecord
 from brokerlab.testing._common import (
@@ -728,6 +730,46 @@ class EvictionPredicateContract:
                 assert isinstance(predicate.name, str) and predicate.name
                 runs.append(play_predicate(predicate, loop, ops))
             assert runs[0] == runs[1], "the same seed and events gave different decisions"
+
+        check()
+
+    def test_a_requeue_rule_decides_as_decide_does(
+        self, brokerlab_host: PluginHost, brokerlab_profile: Profile, eviction_predicate: str
+    ) -> None:
+        """A :class:`~brokerlab.protocols.RulePredicate` with a rule: a queue applies the rule
+        instead of calling ``decide``, so on any entry they must agree."""
+        record: EvictionPredicateRecord = brokerlab_host.select(
+            "eviction_predicate", eviction_predicate
+        ).record
+        context, _ = build_context(brokerlab_host, brokerlab_profile)
+        predicate = record.factory(context)
+        rule = predicate.requeue_rule if isinstance(predicate, RulePredicate) else None
+        if rule is None:
+            pytest.skip("this predicate gives no requeue_rule: every decision is a call")
+        assert isinstance(rule, RequeueRule), f"requeue_rule is {rule!r}, not a RequeueRule"
+
+        @examples(self.examples * 5)
+        @given(
+            timestamp=st.integers(0, 10**6),
+            requeues=st.integers(0, 12),
+            accessed=st.booleans(),
+            reads=st.none() | st.integers(-2, 4),
+            kind=st.sampled_from(EvictionPass),
+            threshold=st.integers(0, 10**6),
+        )
+        def check(
+            timestamp: int,
+            requeues: int,
+            accessed: bool,
+            reads: int | None,
+            kind: EvictionPass,
+            threshold: int,
+        ) -> None:
+            entry = EntryView((1, 0), 100, timestamp, requeues, accessed, reads)
+            expected = predicate.decide(entry, kind, threshold)
+            assert rule.decide(entry, kind, threshold) == expected, (
+                f"requeue_rule {rule} and decide() disagree on {entry} ({kind}, {threshold})"
+            )
 
         check()
 

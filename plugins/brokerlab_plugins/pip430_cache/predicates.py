@@ -12,13 +12,24 @@ from typing import Any, ClassVar, Final
 
 from mypy_extensions import mypyc_attr
 
-from brokerlab.protocols import CachedEntryView, EvictionDecision, EvictionPass
+from brokerlab.protocols import CachedEntryView, EvictionDecision, EvictionPass, RequeueRule
 
 __all__ = ["ExpectedReadsPredicate", "RecentlyAccessedPredicate", "StatelessPredicate"]
 
 _REQUEUE: Final = EvictionDecision.REQUEUE
 _TIME: Final = EvictionPass.TIME
 _NOTIFICATIONS: Final = ("on_insert", "on_access", "on_remove")
+_ACCESSED_RULE: Final = RequeueRule(when_accessed=True)
+
+
+def _rule_unless_overridden(
+    predicate: object, own: type, rule: RequeueRule, methods: tuple[str, ...] = ("decide",)
+) -> RequeueRule | None:
+    """``rule``, unless ``predicate``'s class overrides one of ``own``'s ``methods`` that decide:
+    a subclass with a rule of its own must be asked (RulePredicate)."""
+    mine = type(predicate)
+    same = all(getattr(mine, name) is getattr(own, name) for name in methods)
+    return rule if same else None
 
 
 @mypyc_attr(allow_interpreted_subclasses=True)
@@ -60,6 +71,11 @@ class RecentlyAccessedPredicate(StatelessPredicate):
     name: ClassVar[str] = "recently-accessed"
     requeue_metric: ClassVar[str] = "cache_requeues_accessed"
 
+    @property
+    def requeue_rule(self) -> RequeueRule | None:
+        """The rule :meth:`decide` follows, for a queue to apply itself (RulePredicate)."""
+        return _rule_unless_overridden(self, RecentlyAccessedPredicate, _ACCESSED_RULE)
+
     def decide(
         self, entry: CachedEntryView, kind: EvictionPass, threshold_ns: int
     ) -> EvictionDecision | None:
@@ -76,6 +92,12 @@ class ExpectedReadsPredicate(StatelessPredicate):
 
     def __init__(self, max_requeues: int) -> None:
         self.max_requeues = max_requeues
+
+    @property
+    def requeue_rule(self) -> RequeueRule | None:
+        """The rule :meth:`decide` follows, for a queue to apply itself (RulePredicate)."""
+        rule = RequeueRule(min_expected_reads=1, below_requeues=self.max_requeues)
+        return _rule_unless_overridden(self, ExpectedReadsPredicate, rule, ("decide", "_rule"))
 
     @classmethod
     def from_settings(cls, settings: Any) -> ExpectedReadsPredicate:

@@ -26,6 +26,8 @@ from brokerlab.protocols import (
     EvictionDecision,
     EvictionPass,
     EvictionPredicate,
+    RequeueRule,
+    RulePredicate,
     SilentPredicate,
 )
 from brokerlab_plugins.entry_cache_common import CacheCounters
@@ -50,6 +52,10 @@ _REASON_COUNTERS: Final = {
 _COUNTER_FIELDS: Final = frozenset(_REASON_COUNTERS.values())
 
 Decide = Callable[[CachedEntryView, EvictionPass, int], EvictionDecision | None]
+# One link of the chain: the predicate, its bound decide, the slot of its requeue counter, and
+# its RequeueRule unpacked into plain values (has a rule, when accessed, minimum expected reads,
+# requeue cap or -1): a rule is applied here, on the queue's own entry, without a call.
+Link = tuple[EvictionPredicate, Decide, int, bool, bool, int, int]
 
 
 class RemovalQueue:
@@ -97,8 +103,8 @@ class RemovalQueue:
         metrics = [requeue_metric(p) for p in self.predicates]
         self._metrics: tuple[str, ...] = tuple(dict.fromkeys(m for m in metrics if m))
         unattributed = len(self._metrics)
-        self._chain: tuple[tuple[EvictionPredicate, Decide, int], ...] = tuple(
-            (p, p.decide, self._metrics.index(m) if m else unattributed)
+        self._chain: tuple[Link, ...] = tuple(
+            (p, p.decide, self._metrics.index(m) if m else unattributed, *_unpacked(p))
             for p, m in zip(self.predicates, metrics, strict=True)
         )
         # Requeues counted in metrics other than CacheCounters' own (a plugin's counter).
@@ -154,7 +160,18 @@ class RemovalQueue:
                 decision: EvictionDecision | None = None
                 slot = unattributed
                 if budget > 0:
-                    for predicate, decide, predicate_slot in chain:
+                    for predicate, decide, predicate_slot, ruled, accessed, reads, cap in chain:
+                        if ruled:  # RulePredicate: its decide, applied without a call
+                            if (
+                                (accessed and not entry.accessed)
+                                or (reads > 0 and (entry.expected_reads or 0) < reads)
+                                or (cap >= 0 and entry.requeue_count >= cap)
+                                or (not size_pass and entry.timestamp_ns >= threshold_ns)
+                            ):
+                                continue
+                            decision = _REQUEUE
+                            slot = predicate_slot
+                            break
                         decision = decide(entry, kind, threshold_ns)
                         if decision is not None:
                             if not isinstance(decision, EvictionDecision):
@@ -205,6 +222,16 @@ class RemovalQueue:
             self._counters.cache_evictions_size += 1
         for listener in self.listeners:
             listener.on_remove(entry)
+
+
+def _unpacked(predicate: EvictionPredicate) -> tuple[bool, bool, int, int]:
+    """A :class:`~brokerlab.protocols.RulePredicate`'s rule as plain values for the hot loop:
+    (has a rule, when accessed, minimum expected reads, requeue cap or -1)."""
+    rule = predicate.requeue_rule if isinstance(predicate, RulePredicate) else None
+    if not isinstance(rule, RequeueRule):
+        return (False, False, 0, -1)
+    cap = -1 if rule.below_requeues is None else max(0, rule.below_requeues)
+    return (True, rule.when_accessed, rule.min_expected_reads, cap)
 
 
 def _listens(predicate: EvictionPredicate) -> bool:
