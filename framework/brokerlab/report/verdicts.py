@@ -693,9 +693,11 @@ def _studied(
     )
 
 
-def not_bound(rows: pd.DataFrame, labels: pd.Series, headline: str) -> dict[str, tuple[Miss, ...]]:
-    """Configuration label -> how each limit under study did not bind in its cells."""
-    cells = _cells(rows, labels)
+def not_bound(
+    rows: pd.DataFrame, cells: Mapping[str, _Cell], headline: str
+) -> dict[str, tuple[Miss, ...]]:
+    """Configuration label -> how each limit under study did not bind in its cells (``cells``:
+    :func:`_cells` of ``rows``)."""
     swept = {key for text in rows["overrides"] for key in sweep_values(text)}
     studied = [limit for limit in LIMITS if _studied(limit, cells, headline, sorted(swept))]
     found = {}
@@ -787,6 +789,7 @@ def verdicts(
             )
             for label in ranked
         )
+        cells = _cells(rows, labels)
         found.append(
             WorkloadVerdict(
                 str(workload),
@@ -794,12 +797,12 @@ def verdicts(
                 higher,
                 reference,
                 standings,
-                not_bound(rows, labels, metric),
+                not_bound(rows, cells, metric),
                 tuple(notes),
                 tuple(_sweep_notes(rows, keys, not_applied or {})),
                 _same_results(ranked, values),
                 _beyond_noise_elsewhere(rows, labels, metric, standings, reference),
-                _disabled(rows, labels, metric),
+                _disabled(cells, metric),
             )
         )
     return found
@@ -823,16 +826,12 @@ GROUP_POINTS: dict[str, str] = {
 """The extension point whose plugin a metric group measures."""
 
 
-def _disabled(rows: pd.DataFrame, labels: pd.Series, headline: str) -> dict[str, str]:
+def _disabled(cells: Mapping[str, _Cell], headline: str) -> dict[str, str]:
     """Configuration label -> the headline's extension point, where its plugin is disabled."""
     point = GROUP_POINTS.get(METRICS[headline].group) if headline in METRICS else None
     if point is None:
         return {}
-    return {
-        label: point
-        for label, cell in _cells(rows, labels).items()
-        if cell.plugins.get(point) == "disabled"
-    }
+    return {label: point for label, cell in cells.items() if cell.plugins.get(point) == "disabled"}
 
 
 _ALSO_SHOWN = 3  # explaining metrics named per configuration in a verdict line

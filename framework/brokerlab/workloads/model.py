@@ -121,16 +121,9 @@ BatchSize = Annotated[
         "entry); the Java client sends at most 1,000 messages per batch by default"
     ),
 ]
-MessageBytes = Annotated[
-    int,
-    Field(ge=1, le=MAX_MESSAGE_BYTES),
-    Bound("a message frame must fit a Java int: Pulsar's largest maxMessageSize"),
-]
-MedianBytes = Annotated[
-    float,
-    Field(gt=0, le=MAX_MESSAGE_BYTES),
-    Bound("a message frame must fit a Java int: Pulsar's largest maxMessageSize"),
-]
+_FRAME = Bound("a message frame must fit a Java int: Pulsar's largest maxMessageSize")
+MessageBytes = Annotated[int, Field(ge=1, le=MAX_MESSAGE_BYTES), _FRAME]
+MedianBytes = Annotated[float, Field(gt=0, le=MAX_MESSAGE_BYTES), _FRAME]
 Skew = Annotated[
     float,
     Field(ge=0, le=MAX_SKEW),

@@ -161,7 +161,9 @@ class RemovalQueue:
                 slot = unattributed
                 if budget > 0:
                     for predicate, decide, predicate_slot, ruled, accessed, reads, cap in chain:
-                        if ruled:  # RulePredicate: its decide, applied without a call
+                        # RulePredicate: RequeueRule.decide written out on native values, so
+                        # no call; test_pip430_cache checks it against the decide path.
+                        if ruled:
                             if (
                                 (accessed and not entry.accessed)
                                 or (reads > 0 and (entry.expected_reads or 0) < reads)
